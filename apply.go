@@ -1,0 +1,243 @@
+package openctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/refs"
+	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/state"
+)
+
+// Apply creates or updates resources so that they match their manifests.
+//
+// It builds one dependency graph over every resource in the call — the
+// manifests given and the children composite providers plan for them —
+// with an edge for every $ref and from each child to its owner, and
+// rejects the whole call before changing anything if a manifest is
+// invalid, routes to no provider, is defined twice or takes part in a
+// dependency cycle. It then takes the state lock and works through the
+// graph, independent resources in parallel up to the engine's
+// concurrency: for each resource it resolves $refs from live values,
+// skips the provider entirely when the resolved spec's hash matches the
+// one recorded in state and the resource still exists, otherwise calls the
+// provider's Apply (retrying transient errors), waits for readiness when
+// the provider reports it, and records the result.
+//
+// A failure skips only the resources that depend on the failed one. The
+// report has one Result per resource; the error is the failures joined
+// (nil when everything succeeded).
+func (e *Engine) Apply(ctx context.Context, resources ...*manifest.Resource) (*Report, error) {
+	s, err := e.build(ctx, resources)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := e.lock(ctx, "apply")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return e.run(ctx, "apply", s, s.g, e.applyOne)
+}
+
+func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
+	id := n.id
+	fail := func(err error) error { return fmt.Errorf("openctl: apply %s%s: %w", id.Short(), at(n.res), err) }
+	ctx = registry.WithStepReporter(ctx, func(step string) {
+		e.emit(Event{Type: EventStep, ID: id, Op: "apply", Step: step})
+	})
+	onRetry := e.onRetry(id, "apply")
+
+	var resolved *manifest.Resource
+	if _, err := e.retry.retry(ctx, onRetry, func() error {
+		return e.safe("resolve", id, func() (err error) { resolved, err = refs.Resolve(ctx, e.reg, n.res); return err })
+	}); err != nil {
+		return fail(err)
+	}
+	hash := manifest.Hash(resolved.Spec)
+
+	rec, err := e.store.Get(ctx, id)
+	if err != nil && !errcode.Is(err, errcode.NotFound) {
+		return fail(err)
+	}
+	if err != nil {
+		rec = nil
+	}
+	outcome := OutcomeCreated
+	if rec != nil {
+		outcome = OutcomeUpdated
+		if rec.SpecHash == hash {
+			live, err := e.get(ctx, n, onRetry)
+			switch {
+			case err == nil:
+				p.outcome, p.res = OutcomeUnchanged, live
+				e.log.Debug("unchanged", "resource", id.String())
+				return e.record(ctx, n, rec, hash, live, true)
+			case errcode.Is(err, errcode.NotFound):
+				e.log.Info("recorded resource is gone; creating it again", "resource", id.String())
+				outcome = OutcomeCreated
+			default:
+				return fail(err)
+			}
+		}
+	}
+
+	var out *manifest.Resource
+	attempts, err := e.retry.retry(ctx, onRetry, func() error {
+		return e.safe("apply", id, func() (err error) { out, err = n.prov.Apply(ctx, resolved); return err })
+	})
+	p.attempts = attempts
+	if err != nil {
+		return fail(err)
+	}
+	if out == nil || out.ID() != id {
+		got := "nil"
+		if out != nil {
+			got = out.ID().Short()
+		}
+		return fail(errcode.New(errcode.Internal, fmt.Sprintf("provider %q returned %s from Apply", n.prov.Name(), got)))
+	}
+	out, err = e.waitReady(ctx, n, out, onRetry)
+	if err != nil {
+		return fail(err)
+	}
+	if err := e.record(ctx, n, rec, hash, out, false); err != nil {
+		return fail(err)
+	}
+	p.outcome, p.res = outcome, out
+	e.log.Info(string(outcome), "resource", id.String(), "attempts", attempts)
+	return nil
+}
+
+// get reads n's live resource, retrying transient errors.
+func (e *Engine) get(ctx context.Context, n *node, onRetry func(int, time.Duration, error)) (*manifest.Resource, error) {
+	var live *manifest.Resource
+	_, err := e.retry.retry(ctx, onRetry, func() error {
+		return e.safe("get", n.id, func() (err error) { live, err = n.prov.Get(ctx, n.id); return err })
+	})
+	return live, err
+}
+
+func (e *Engine) onRetry(id manifest.ID, op string) func(int, time.Duration, error) {
+	return func(attempt int, d time.Duration, err error) {
+		e.log.Warn("transient error; retrying", "resource", id.String(), "op", op, "attempt", attempt, "delay", d, "err", err.Error())
+		e.emit(Event{Type: EventRetrying, ID: id, Op: op, Attempt: attempt, Delay: d, Err: err})
+	}
+}
+
+// waitReady polls a ReadyChecker provider until the resource is ready, an
+// error occurs or the ready deadline passes.
+func (e *Engine) waitReady(ctx context.Context, n *node, live *manifest.Resource, onRetry func(int, time.Duration, error)) (*manifest.Resource, error) {
+	rc, ok := n.prov.(registry.ReadyChecker)
+	if !ok {
+		return live, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.ready.Timeout)
+	defer cancel()
+	b := newBackoff(e.ready.Initial, e.ready.Max, 1.5, 0.1)
+	for {
+		var ready bool
+		var reason string
+		err := e.safe("ready", n.id, func() (err error) { ready, reason, err = rc.Ready(ctx, live); return err })
+		if err != nil && !errcode.Retryable(err) {
+			return nil, err
+		}
+		if err == nil && ready {
+			return live, nil
+		}
+		if reason == "" && err != nil {
+			reason = err.Error()
+		}
+		e.emit(Event{Type: EventWaiting, ID: n.id, Op: "apply", Step: reason})
+		if werr := wait(ctx, b.delay()); werr != nil {
+			if errors.Is(werr, context.DeadlineExceeded) && ctx.Err() != nil {
+				return nil, errcode.New(errcode.Transient, fmt.Sprintf("not ready after %s: %s", e.ready.Timeout, reason))
+			}
+			return nil, werr
+		}
+		if live, err = e.get(ctx, n, onRetry); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// record writes n's state record. With statusOnly, it writes only when
+// something recorded (status, labels, the spec as written, children)
+// differs, so an unchanged resource costs no write when nothing moved.
+func (e *Engine) record(ctx context.Context, n *node, prev *state.Record, hash string, live *manifest.Resource, statusOnly bool) error {
+	status, secrets := splitSecrets(n.kind.SecretFields, live.Status)
+	rec := &state.Record{
+		APIVersion: n.id.APIVersion, Kind: n.id.Kind, Name: n.id.Name,
+		Labels:   n.res.Metadata.Labels,
+		Spec:     n.res.Spec,
+		SpecHash: hash,
+		Status:   status,
+		Owner:    n.owner,
+		Children: n.children,
+		Secrets:  secrets,
+	}
+	if prev != nil {
+		rec.Generation, rec.Lineage, rec.CreatedAt = prev.Generation, prev.Lineage, prev.CreatedAt
+		if statusOnly && sameRecord(prev, rec) {
+			return nil
+		}
+	}
+	_, err := e.store.Put(ctx, rec)
+	return err
+}
+
+func sameRecord(a, b *state.Record) bool {
+	return manifest.Equal(a.Status, b.Status) &&
+		manifest.Equal(a.Spec, b.Spec) &&
+		maps.Equal(a.Labels, b.Labels) && maps.Equal(a.Secrets, b.Secrets) &&
+		slices.Equal(a.Children, b.Children) &&
+		((a.Owner == nil) == (b.Owner == nil)) && (a.Owner == nil || *a.Owner == *b.Owner)
+}
+
+// splitSecrets removes the secret fields ("status.x.y") from a copy of
+// status and returns them separately, rendered as strings.
+func splitSecrets(paths []string, status map[string]any) (map[string]any, map[string]string) {
+	if len(paths) == 0 || status == nil {
+		return status, nil
+	}
+	status = manifest.CopyMap(status)
+	secrets := map[string]string{}
+	for _, p := range paths {
+		rest, ok := strings.CutPrefix(p, "status.")
+		if !ok {
+			continue
+		}
+		keys := strings.Split(rest, ".")
+		m := status
+		for _, k := range keys[:len(keys)-1] {
+			next, ok := m[k].(map[string]any)
+			if !ok {
+				m = nil
+				break
+			}
+			m = next
+		}
+		if m == nil {
+			continue
+		}
+		last := keys[len(keys)-1]
+		v, ok := m[last]
+		if !ok {
+			continue
+		}
+		delete(m, last)
+		if s, ok := v.(string); ok {
+			secrets[p] = s
+		} else {
+			secrets[p] = fmt.Sprint(v)
+		}
+	}
+	return status, secrets
+}

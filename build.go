@@ -1,0 +1,161 @@
+package openctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/graph"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/refs"
+	"github.com/openctl/openctl/registry"
+)
+
+// node is one resource of an operation: a top-level manifest or a child a
+// composite planned.
+type node struct {
+	id       manifest.ID
+	key      string             // id.String(), the graph key
+	res      *manifest.Resource // desired, $refs unresolved; owned by the engine
+	prov     registry.Provider
+	kind     registry.Kind
+	owner    *manifest.ID
+	children []manifest.ID // sorted
+	deps     []manifest.ID // every $ref target, sorted
+	refused  error         // set when the node must fail without running
+}
+
+// set is the resources of one operation and their dependency graph.
+type set struct {
+	nodes map[string]*node
+	g     *graph.Graph[string]
+}
+
+func newSet() *set { return &set{nodes: map[string]*node{}, g: graph.New[string]()} }
+
+func (s *set) node(id manifest.ID) *node { return s.nodes[id.String()] }
+
+// build validates resources, expands composites into their children and
+// builds the dependency graph. Every problem found is reported (joined);
+// nothing is changed anywhere.
+func (e *Engine) build(ctx context.Context, resources []*manifest.Resource) (*set, error) {
+	s := newSet()
+	var errs []error
+	for i, r := range resources {
+		if r == nil {
+			errs = append(errs, errcode.New(errcode.Invalid, fmt.Sprintf("openctl: resource %d is nil", i)))
+			continue
+		}
+		if err := e.add(ctx, s, r.DeepCopy(), nil, 0); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	keys := slices.Sorted(maps.Keys(s.nodes))
+	for _, k := range keys {
+		n := s.nodes[k]
+		if v, ok := n.prov.(registry.Validator); ok {
+			if err := e.safe("validate", n.id, func() error { return v.Validate(ctx, n.res) }); err != nil {
+				errs = append(errs, fmt.Errorf("openctl: %s%s: %w", n.id.Short(), at(n.res), err))
+			}
+		}
+		deps, err := refs.Dependencies(n.res)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("openctl: %s%s: %w", n.id.Short(), at(n.res), err))
+			continue
+		}
+		n.deps = deps
+		s.g.AddNode(k)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	for _, k := range keys {
+		n := s.nodes[k]
+		for _, d := range n.deps {
+			if s.node(d) != nil {
+				s.g.AddEdge(d.String(), k) // the dependency first
+			}
+		}
+		for _, c := range n.children {
+			s.g.AddEdge(c.String(), k) // children before their owner
+		}
+	}
+	if err := s.g.Validate(); err != nil {
+		return nil, fmt.Errorf("openctl: the resources depend on each other in a cycle: %w", err)
+	}
+	return s, nil
+}
+
+// add validates r, routes it to its provider and adds it (and, for a
+// composite, its planned children) to s.
+func (e *Engine) add(ctx context.Context, s *set, r *manifest.Resource, owner *node, depth int) error {
+	if err := manifest.Validate(r); err != nil {
+		return fmt.Errorf("openctl: %s%s: %w", r.ID().Short(), at(r), err)
+	}
+	id := r.ID()
+	p, kind, err := e.reg.Lookup(id)
+	if err != nil {
+		return fmt.Errorf("openctl: %s%s: %w", id.Short(), at(r), err)
+	}
+	if kind.ReadOnly {
+		return errcode.New(errcode.Invalid, fmt.Sprintf("openctl: %s%s: kind %s is read-only", id.Short(), at(r), id.Kind))
+	}
+	if prev := s.node(id); prev != nil {
+		first := at(prev.res)
+		if prev.owner != nil {
+			first = fmt.Sprintf(" (planned by %s)", prev.owner.Short())
+		}
+		return errcode.New(errcode.Invalid, fmt.Sprintf("openctl: duplicate resource %s%s: already defined%s", id.Short(), at(r), first))
+	}
+	n := &node{id: id, key: id.String(), res: r, prov: p, kind: kind}
+	if owner != nil {
+		n.owner = &owner.id
+	}
+	s.nodes[n.key] = n
+	if !kind.Composite {
+		return nil
+	}
+	pl, ok := p.(registry.Planner)
+	if !ok {
+		return errcode.New(errcode.Internal, fmt.Sprintf("openctl: provider %q says %s is composite but does not implement registry.Planner", p.Name(), id.Kind))
+	}
+	if depth >= e.maxDepth {
+		return errcode.New(errcode.Invalid, fmt.Sprintf("openctl: %s: composites nested deeper than %d", id.Short(), e.maxDepth))
+	}
+	var children []*manifest.Resource
+	if err := e.safe("plan", id, func() (err error) { children, err = pl.Plan(ctx, r.DeepCopy()); return err }); err != nil {
+		return fmt.Errorf("openctl: plan %s%s: %w", id.Short(), at(r), err)
+	}
+	var errs []error
+	for _, c := range children {
+		if c == nil {
+			errs = append(errs, errcode.New(errcode.Internal, fmt.Sprintf("openctl: plan %s returned a nil child", id.Short())))
+			continue
+		}
+		c = c.DeepCopy()
+		c.SetOwner(id)
+		if c.Source.File == "" {
+			c.Source = r.Source
+		}
+		n.children = append(n.children, c.ID())
+		if err := e.add(ctx, s, c, n, depth+1); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	slices.SortFunc(n.children, manifest.ID.Compare)
+	return errors.Join(errs...)
+}
+
+// at renders " (file:line)" for a resource decoded from a file, or "".
+func at(r *manifest.Resource) string {
+	if s := r.Source.String(); s != "" {
+		return " (" + s + ")"
+	}
+	return ""
+}

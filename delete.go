@@ -1,0 +1,154 @@
+package openctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/refs"
+	"github.com/openctl/openctl/registry"
+)
+
+// Delete deletes resources and forgets them in state.
+//
+// A composite's children are deleted with it, before it. Deleting a child
+// directly while its owner still exists is refused (an Invalid error
+// naming the owner) unless the owner is deleted in the same call. Deletes
+// run in reverse dependency order — a resource is deleted before the
+// resources its $refs point at — independent ones in parallel. A resource
+// that is already gone is not an error.
+func (e *Engine) Delete(ctx context.Context, ids ...manifest.ID) (*Report, error) {
+	var errs []error
+	for _, id := range ids {
+		if err := id.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("openctl: delete %s: %w", id.Short(), err))
+		} else if _, kind, err := e.reg.Lookup(id); err != nil {
+			errs = append(errs, fmt.Errorf("openctl: delete %s: %w", id.Short(), err))
+		} else if kind.ReadOnly {
+			errs = append(errs, errcode.New(errcode.Invalid, fmt.Sprintf("openctl: delete %s: kind %s is read-only", id.Short(), id.Kind)))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	unlock, err := e.lock(ctx, "delete")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	s := newSet()
+	for _, id := range ids {
+		if err := e.addForDelete(ctx, s, id, nil, 0); err != nil {
+			return nil, err
+		}
+	}
+	// Refuse to delete an owned child whose owner stays.
+	for _, id := range ids {
+		n := s.node(id)
+		if n.owner == nil || s.node(*n.owner) != nil {
+			continue
+		}
+		if _, err := e.store.Get(ctx, *n.owner); err == nil {
+			n.refused = errcode.New(errcode.Invalid, fmt.Sprintf("openctl: delete %s: it belongs to %s; delete %s instead (its children go with it)", id.Short(), n.owner.Short(), n.owner.Short()))
+		} else if !errcode.Is(err, errcode.NotFound) {
+			return nil, err
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.nodes)) {
+		n := s.nodes[k]
+		s.g.AddNode(k)
+		for _, d := range n.deps {
+			if s.node(d) != nil {
+				s.g.AddEdge(k, d.String()) // delete the dependent first
+			}
+		}
+		for _, c := range n.children {
+			s.g.AddEdge(c.String(), k) // children before their owner
+		}
+	}
+	if err := s.g.Validate(); err != nil {
+		return nil, fmt.Errorf("openctl: cannot order the deletes: %w", err)
+	}
+	return e.run(ctx, "delete", s, s.g, e.deleteOne)
+}
+
+// addForDelete adds id, and the children its record (or, without one, its
+// composite provider's Plan of the live resource) lists, to s.
+func (e *Engine) addForDelete(ctx context.Context, s *set, id manifest.ID, owner *manifest.ID, depth int) error {
+	if s.node(id) != nil {
+		return nil
+	}
+	p, kind, err := e.reg.Lookup(id)
+	if err != nil {
+		return fmt.Errorf("openctl: delete %s: %w", id.Short(), err)
+	}
+	n := &node{id: id, key: id.String(), prov: p, kind: kind, owner: owner}
+	s.nodes[n.key] = n
+	rec, err := e.store.Get(ctx, id)
+	switch {
+	case err == nil:
+		n.res = rec.Resource()
+		n.children = rec.Children
+		if n.owner == nil {
+			n.owner = rec.Owner
+		}
+	case errcode.Is(err, errcode.NotFound):
+		n.res = &manifest.Resource{APIVersion: id.APIVersion, Kind: id.Kind, Metadata: manifest.Metadata{Name: id.Name}}
+		if live, gerr := e.get(ctx, n, nil); gerr == nil {
+			n.res = live
+			if o, ok := live.Owner(); ok && n.owner == nil {
+				n.owner = &o
+			}
+			if pl, ok := p.(registry.Planner); ok && kind.Composite {
+				var children []*manifest.Resource
+				if err := e.safe("plan", id, func() (err error) { children, err = pl.Plan(ctx, live); return err }); err != nil {
+					return fmt.Errorf("openctl: delete %s: plan children: %w", id.Short(), err)
+				}
+				for _, c := range children {
+					n.children = append(n.children, c.ID())
+				}
+			}
+		} else if !errcode.Is(gerr, errcode.NotFound) {
+			return fmt.Errorf("openctl: delete %s: %w", id.Short(), gerr)
+		}
+	default:
+		return fmt.Errorf("openctl: delete %s: %w", id.Short(), err)
+	}
+	if deps, err := refs.Dependencies(n.res); err == nil {
+		n.deps = deps
+	}
+	if depth >= e.maxDepth {
+		return errcode.New(errcode.Invalid, fmt.Sprintf("openctl: delete %s: composites nested deeper than %d", id.Short(), e.maxDepth))
+	}
+	for _, c := range n.children {
+		if err := e.addForDelete(ctx, s, c, &n.id, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Engine) deleteOne(ctx context.Context, n *node, p *progress) error {
+	id := n.id
+	ctx = registry.WithStepReporter(ctx, func(step string) {
+		e.emit(Event{Type: EventStep, ID: id, Op: "delete", Step: step})
+	})
+	attempts, err := e.retry.retry(ctx, e.onRetry(id, "delete"), func() error {
+		return e.safe("delete", id, func() error { return n.prov.Delete(ctx, id) })
+	})
+	p.attempts = attempts
+	if err != nil {
+		return fmt.Errorf("openctl: delete %s: %w", id.Short(), err)
+	}
+	if err := e.store.Delete(ctx, id); err != nil {
+		return fmt.Errorf("openctl: delete %s: forget state: %w", id.Short(), err)
+	}
+	p.outcome = OutcomeDeleted
+	e.log.Info("deleted", "resource", id.String())
+	return nil
+}

@@ -1,0 +1,58 @@
+package openctl
+
+import (
+	"time"
+
+	"github.com/openctl/openctl/manifest"
+)
+
+// EventType says what happened to a resource.
+type EventType string
+
+// The event types, in the order a resource goes through them.
+const (
+	// EventStarted: work on the resource began (its dependencies are done).
+	EventStarted EventType = "started"
+	// EventStep: the provider reported the step it is in (Event.Step),
+	// e.g. "cloning" or "waiting for guest agent".
+	EventStep EventType = "step"
+	// EventRetrying: a transient failure; the call is retried after
+	// Event.Delay.
+	EventRetrying EventType = "retrying"
+	// EventWaiting: applied, waiting for the provider to report it ready
+	// (Event.Step holds the provider's reason).
+	EventWaiting EventType = "waiting"
+	// EventSucceeded: done; Event.Outcome says what was done.
+	EventSucceeded EventType = "succeeded"
+	// EventFailed: failed; Event.Err says why.
+	EventFailed EventType = "failed"
+	// EventSkipped: not attempted because a dependency failed or the
+	// operation was cancelled; Event.Err says which.
+	EventSkipped EventType = "skipped"
+)
+
+// Event is one step of progress on one resource. An Engine delivers events
+// to its observer (see WithObserver) one at a time, never concurrently, in
+// the order they happened.
+type Event struct {
+	Time time.Time
+	Type EventType
+	ID   manifest.ID
+	// Op is the operation: "apply" or "delete".
+	Op string
+	// Outcome is set on EventSucceeded (and on EventFailed/EventSkipped as
+	// OutcomeFailed/OutcomeSkipped).
+	Outcome Outcome
+	// Step is the provider's step (EventStep) or readiness reason
+	// (EventWaiting).
+	Step string
+	// Attempt is the attempt that failed (EventRetrying).
+	Attempt int
+	// Delay is the wait before the next attempt (EventRetrying).
+	Delay time.Duration
+	// Elapsed is the time since the resource's EventStarted (for terminal
+	// events: how long it took).
+	Elapsed time.Duration
+	// Err is the error (EventFailed, EventSkipped, EventRetrying).
+	Err error
+}

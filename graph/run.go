@@ -1,0 +1,412 @@
+package graph
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/openctl/openctl/errcode"
+)
+
+// Status is the outcome of one node in a Run.
+type Status int
+
+const (
+	// Pending: the node has not finished. Run never returns it.
+	Pending Status = iota
+	// Succeeded: the node's function returned nil.
+	Succeeded
+	// Failed: the node's function returned an error or panicked.
+	Failed
+	// Skipped: the node did not run, because a dependency failed or the
+	// context was cancelled first.
+	Skipped
+)
+
+var statusNames = [...]string{"pending", "succeeded", "failed", "skipped"}
+
+func (s Status) String() string {
+	if s >= 0 && int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return "Status(" + strconv.Itoa(int(s)) + ")"
+}
+
+// EventType says what happened to a node.
+type EventType int
+
+const (
+	// EventStarted: the node's function is about to be called.
+	EventStarted EventType = iota
+	// EventSucceeded: the function returned nil.
+	EventSucceeded
+	// EventFailed: the function returned an error or panicked.
+	EventFailed
+	// EventSkipped: the node will not run.
+	EventSkipped
+)
+
+var eventNames = [...]string{"started", "succeeded", "failed", "skipped"}
+
+func (t EventType) String() string {
+	if t >= 0 && int(t) < len(eventNames) {
+		return eventNames[t]
+	}
+	return "EventType(" + strconv.Itoa(int(t)) + ")"
+}
+
+// Event is a progress report from Run. Every node gets exactly one terminal
+// event (EventSucceeded, EventFailed or EventSkipped); a node that runs also
+// gets an EventStarted before it.
+type Event[K cmp.Ordered] struct {
+	Type     EventType
+	Node     K
+	Time     time.Time     // when it happened; for a finished call, when it returned
+	Duration time.Duration // EventSucceeded, EventFailed: how long the function ran
+	Err      error         // EventFailed: the function's error; EventSkipped: why, as in Result.Err
+	Cause    K             // EventSkipped: the failed dependency, or the zero K if the context was cancelled
+}
+
+// Result is the outcome of one node.
+type Result[K cmp.Ordered] struct {
+	Node   K
+	Status Status
+	// Err is the function's error (or a *PanicError) when Failed. When
+	// Skipped it is a *SkipError naming the failed dependency, or, if the
+	// context was cancelled before the node could start, an error wrapping
+	// ctx.Err().
+	Err      error
+	Start    time.Time     // when the function was called; zero if it was not
+	Duration time.Duration // how long the function ran
+}
+
+// SkipError is the Result.Err of a node skipped because a dependency, direct
+// or transitive, failed. Cause is that dependency and Err its error.
+type SkipError[K cmp.Ordered] struct {
+	Node, Cause K
+	Err         error
+}
+
+func (e *SkipError[K]) Error() string {
+	return fmt.Sprintf("graph: skipped %v: dependency %v failed: %v", e.Node, e.Cause, e.Err)
+}
+
+// Unwrap returns the dependency's error.
+func (e *SkipError[K]) Unwrap() error { return e.Err }
+
+// PanicError is the error of a node whose function panicked. It matches
+// errcode.Internal with errors.Is, and, when the panic value is an error,
+// that error too.
+type PanicError struct {
+	Value any    // the value passed to panic
+	Stack []byte // the panicking goroutine's stack
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("graph: panic: %v", e.Value) }
+
+// Is reports whether target is errcode.Internal: a panic is a bug.
+func (e *PanicError) Is(target error) bool { return target == errcode.Internal }
+
+// Unwrap returns errcode.Internal, so that errcode.Of classifies the error,
+// followed by the panic value if it is an error.
+func (e *PanicError) Unwrap() []error {
+	if err, ok := e.Value.(error); ok {
+		return []error{errcode.Internal, err}
+	}
+	return []error{errcode.Internal}
+}
+
+// errGoexit is the error of a node whose function called runtime.Goexit
+// (for example through t.FailNow) instead of returning.
+var errGoexit = fmt.Errorf("graph: function called runtime.Goexit: %w", errcode.Internal)
+
+// RunOptions configures Run.
+type RunOptions[K cmp.Ordered] struct {
+	// Concurrency is the most function calls in flight at once; 0 or less
+	// means 1.
+	Concurrency int
+	// OnEvent, if not nil, receives progress events. Calls are serialised:
+	// OnEvent is never called from two goroutines at once, and never
+	// after Run returns. EventStarted for a node is delivered before its
+	// function is called. Run does not start more work while OnEvent
+	// runs, so it should be quick and must not call back into Run.
+	OnEvent func(Event[K])
+}
+
+// Run calls fn once for every node, at most opts.Concurrency calls at a
+// time, and calls it for a node only after fn succeeded for all of its
+// dependencies. It passes ctx to every call.
+//
+// If the graph is cyclic, Run returns (nil, *CycleError) without calling
+// fn. A nil fn yields an error matching errcode.Invalid.
+//
+// When fn fails for a node (returns an error, panics or calls
+// runtime.Goexit), every node that depends on it, directly or transitively,
+// is skipped with a *SkipError; other nodes keep running. A panic is
+// recovered as a *PanicError. When ctx is cancelled, the nodes that have not
+// started are skipped and Run returns once the calls in flight have
+// returned. Run leaves no goroutine behind.
+//
+// The map has exactly one Result for every node. The error is nil if every
+// node succeeded, and otherwise errors.Join of the failed nodes' errors, in
+// node order, followed by ctx.Err() if cancellation skipped any node.
+//
+// Among the nodes ready to start, Run starts the one with the greatest
+// height (the number of nodes on the longest path from it to a node with no
+// dependents) first, breaking ties by the smallest key.
+func (g *Graph[K]) Run(ctx context.Context, opts RunOptions[K], fn func(ctx context.Context, node K) error) (map[K]Result[K], error) {
+	if fn == nil {
+		return nil, fmt.Errorf("graph: Run: nil function: %w", errcode.Invalid)
+	}
+	order := g.kahn()
+	if len(order) < len(g.keys) {
+		return nil, g.cycleError()
+	}
+	r := newRunner(g, opts, fn, order)
+	r.loop(ctx)
+	return r.results(ctx)
+}
+
+// phase is where a node is in a run.
+type phase uint8
+
+const (
+	idle    phase = iota // waiting for dependencies
+	ready                // in the ready queue
+	running              // fn called
+	done                 // has its Result
+)
+
+// outcome is what a node's goroutine reports back to the loop.
+type outcome struct {
+	v     int
+	err   error
+	start time.Time
+	dur   time.Duration
+}
+
+// runner is the state of one Run. Every field is owned by the goroutine
+// running loop; node goroutines only read g and fn and send an outcome.
+type runner[K cmp.Ordered] struct {
+	g        *Graph[K]
+	fn       func(context.Context, K) error
+	onEvent  func(Event[K])
+	limit    int   // opts.Concurrency, at least 1
+	order    []int // a topological order
+	height   []int // nodes on the longest path from a node to a sink
+	waiting  []int // dependencies not yet succeeded
+	phase    []phase
+	res      []Result[K]
+	ready    queue
+	left     int   // nodes without a Result
+	inflight int   // fn calls not yet reported
+	failed   []int // failed nodes
+	canceled bool  // a node was skipped because ctx was done
+	scratch  []int
+}
+
+func newRunner[K cmp.Ordered](g *Graph[K], opts RunOptions[K], fn func(context.Context, K) error, order []int) *runner[K] {
+	n := len(g.keys)
+	r := &runner[K]{
+		g:       g,
+		fn:      fn,
+		onEvent: opts.OnEvent,
+		limit:   max(opts.Concurrency, 1),
+		order:   order,
+		height:  make([]int, n),
+		waiting: make([]int, n),
+		phase:   make([]phase, n),
+		res:     make([]Result[K], n),
+		left:    n,
+	}
+	for i := n - 1; i >= 0; i-- { // dependents first
+		v := order[i]
+		h := 0
+		for _, w := range g.out[v] {
+			h = max(h, r.height[w])
+		}
+		r.height[v] = h + 1
+	}
+	r.ready.before = func(a, b int) bool {
+		if r.height[a] != r.height[b] {
+			return r.height[a] > r.height[b]
+		}
+		return cmp.Less(g.keys[a], g.keys[b])
+	}
+	for v := range n {
+		r.res[v].Node = g.keys[v]
+		r.waiting[v] = len(g.in[v])
+		if r.waiting[v] == 0 {
+			r.phase[v] = ready
+			r.ready.items = append(r.ready.items, v)
+		}
+	}
+	r.ready.init()
+	return r
+}
+
+// loop starts ready nodes, up to the limit, each in its own goroutine, and
+// records their outcomes until every node has a Result.
+func (r *runner[K]) loop(ctx context.Context) {
+	outcomes := make(chan outcome, r.limit)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	cancel := ctx.Done()
+	for r.left > 0 {
+		select {
+		case <-cancel:
+			r.cancel(ctx.Err())
+			cancel = nil
+		default:
+		}
+		for r.inflight < r.limit && r.ready.len() > 0 {
+			v := r.ready.pop()
+			r.start(v)
+			wg.Go(func() { outcomes <- r.call(ctx, v) })
+		}
+		if r.inflight == 0 {
+			return // nothing can happen any more; unreachable in a DAG
+		}
+		select {
+		case o := <-outcomes:
+			r.finish(o)
+		drain: // take every outcome already there, for a better choice of what to start next
+			for r.inflight > 0 {
+				select {
+				case o := <-outcomes:
+					r.finish(o)
+				default:
+					break drain
+				}
+			}
+		case <-cancel:
+			r.cancel(ctx.Err())
+			cancel = nil
+		}
+	}
+}
+
+// call runs fn for node v and reports how it went, turning a panic or
+// runtime.Goexit into an error.
+func (r *runner[K]) call(ctx context.Context, v int) (o outcome) {
+	o.v = v
+	o.start = time.Now()
+	returned := false
+	defer func() {
+		o.dur = time.Since(o.start)
+		if p := recover(); p != nil {
+			o.err = &PanicError{Value: p, Stack: debug.Stack()}
+		} else if !returned {
+			o.err = errGoexit
+		}
+	}()
+	o.err = r.fn(ctx, r.g.keys[v])
+	returned = true
+	return o
+}
+
+func (r *runner[K]) emit(e Event[K]) {
+	if r.onEvent != nil {
+		r.onEvent(e)
+	}
+}
+
+func (r *runner[K]) start(v int) {
+	r.phase[v] = running
+	r.inflight++
+	if r.onEvent != nil {
+		r.onEvent(Event[K]{Type: EventStarted, Node: r.g.keys[v], Time: time.Now()})
+	}
+}
+
+func (r *runner[K]) finish(o outcome) {
+	v := o.v
+	r.inflight--
+	r.left--
+	r.phase[v] = done
+	res := &r.res[v]
+	res.Start, res.Duration, res.Err = o.start, o.dur, o.err
+	ev := Event[K]{Node: res.Node, Time: o.start.Add(o.dur), Duration: o.dur, Err: o.err}
+	if o.err != nil {
+		res.Status, ev.Type = Failed, EventFailed
+		r.failed = append(r.failed, v)
+		r.emit(ev)
+		r.skipDependents(v, o.err)
+		return
+	}
+	res.Status, ev.Type = Succeeded, EventSucceeded
+	r.emit(ev)
+	for _, w := range r.g.out[v] {
+		r.waiting[w]--
+		if r.waiting[w] == 0 && r.phase[w] == idle {
+			r.phase[w] = ready
+			r.ready.push(w)
+		}
+	}
+}
+
+// skipDependents skips every node that depends, directly or transitively,
+// on the failed node v. A node that already has a Result was skipped
+// earlier, and so were its dependents.
+func (r *runner[K]) skipDependents(v int, err error) {
+	cause := r.g.keys[v]
+	now := time.Now()
+	queue := append(r.scratch[:0], v)
+	for i := 0; i < len(queue); i++ {
+		for _, w := range r.g.out[queue[i]] {
+			if r.phase[w] == done {
+				continue
+			}
+			// w has a failed dependency, so it never became ready.
+			r.skip(w, &SkipError[K]{Node: r.g.keys[w], Cause: cause, Err: err}, cause, now)
+			queue = append(queue, w)
+		}
+	}
+	r.scratch = queue
+}
+
+// cancel skips every node that has not started, in topological order.
+func (r *runner[K]) cancel(ctxErr error) {
+	var zero K
+	now := time.Now()
+	for _, v := range r.order {
+		if p := r.phase[v]; p == idle || p == ready {
+			r.canceled = true
+			r.skip(v, fmt.Errorf("graph: skipped %v: %w", r.g.keys[v], ctxErr), zero, now)
+		}
+	}
+	r.ready.items = r.ready.items[:0]
+}
+
+func (r *runner[K]) skip(v int, err error, cause K, now time.Time) {
+	r.phase[v] = done
+	r.left--
+	res := &r.res[v]
+	res.Status, res.Err = Skipped, err
+	r.emit(Event[K]{Type: EventSkipped, Node: res.Node, Time: now, Err: err, Cause: cause})
+}
+
+func (r *runner[K]) results(ctx context.Context) (map[K]Result[K], error) {
+	m := make(map[K]Result[K], len(r.res))
+	for _, res := range r.res {
+		m[res.Node] = res
+	}
+	if len(r.failed) == 0 && !r.canceled {
+		return m, nil
+	}
+	slices.SortFunc(r.failed, func(a, b int) int { return cmp.Compare(r.g.keys[a], r.g.keys[b]) })
+	errs := make([]error, 0, len(r.failed)+1)
+	for _, v := range r.failed {
+		errs = append(errs, r.res[v].Err)
+	}
+	if r.canceled {
+		errs = append(errs, ctx.Err())
+	}
+	return m, errors.Join(errs...)
+}

@@ -1,0 +1,179 @@
+package manifest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// EncodeYAML writes the resources as a multi-document YAML stream, with
+// "---" between documents and 2-space indentation. The fields come in a
+// fixed order — apiVersion, kind, metadata (name, namespace, labels,
+// annotations), spec, status — and map keys inside them are sorted, so
+// equal resources encode identically. Source is not written. The output
+// decodes back, with [DecodeBytes], to equal resources.
+//
+// Spec and status must hold values [Normalize] accepts (a NaN or an
+// infinity, which decoding would reject, is an error); they are written in
+// normalised form.
+func EncodeYAML(w io.Writer, rs ...*Resource) error {
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	for _, r := range rs {
+		n, err := resourceNode(r)
+		if err != nil {
+			return err
+		}
+		if err := enc.Encode(n); err != nil {
+			return fmt.Errorf("manifest: encode %s: %w", r.ID().Short(), err)
+		}
+	}
+	if err := enc.Close(); err != nil {
+		return fmt.Errorf("manifest: encode: %w", err)
+	}
+	return nil
+}
+
+// resourceNode builds the YAML form of r, with its fields in order.
+func resourceNode(r *Resource) (*yaml.Node, error) {
+	if r == nil {
+		return nil, &Error{Msg: "cannot encode a nil resource"}
+	}
+	o, err := orderedObject(r)
+	if err != nil {
+		return nil, err
+	}
+	doc := &yaml.Node{Kind: yaml.MappingNode}
+	for _, f := range o {
+		var k, v yaml.Node
+		if err := k.Encode(f.key); err != nil {
+			return nil, fmt.Errorf("manifest: encode %s: %w", r.ID().Short(), err)
+		}
+		if f.ordered != nil {
+			m := &yaml.Node{Kind: yaml.MappingNode}
+			for _, g := range f.ordered {
+				var gk, gv yaml.Node
+				if err := gk.Encode(g.key); err != nil {
+					return nil, fmt.Errorf("manifest: encode %s: %w", r.ID().Short(), err)
+				}
+				if err := gv.Encode(g.value); err != nil {
+					return nil, fmt.Errorf("manifest: encode %s: %s: %w", r.ID().Short(), JoinPath(f.key, g.key), err)
+				}
+				m.Content = append(m.Content, &gk, &gv)
+			}
+			v = *m
+		} else if err := v.Encode(f.value); err != nil {
+			return nil, fmt.Errorf("manifest: encode %s: %s: %w", r.ID().Short(), f.key, err)
+		}
+		doc.Content = append(doc.Content, &k, &v)
+	}
+	return doc, nil
+}
+
+// field is one field of a resource's encoded form: a value, or for
+// metadata a further list of fields.
+type field struct {
+	key     string
+	value   any
+	ordered []field
+}
+
+// orderedObject returns r's fields in encoding order, with spec and status
+// normalised. Empty optional fields are left out, but an empty (non-nil)
+// spec, status, labels or annotations map is kept.
+func orderedObject(r *Resource) ([]field, error) {
+	md := []field{{key: "name", value: r.Metadata.Name}}
+	if r.Metadata.Namespace != "" {
+		md = append(md, field{key: "namespace", value: r.Metadata.Namespace})
+	}
+	if r.Metadata.Labels != nil {
+		md = append(md, field{key: "labels", value: r.Metadata.Labels})
+	}
+	if r.Metadata.Annotations != nil {
+		md = append(md, field{key: "annotations", value: r.Metadata.Annotations})
+	}
+	o := []field{
+		{key: "apiVersion", value: r.APIVersion},
+		{key: "kind", value: r.Kind},
+		{key: "metadata", ordered: md},
+	}
+	for _, part := range []struct {
+		name string
+		m    map[string]any
+	}{{"spec", r.Spec}, {"status", r.Status}} {
+		if part.m == nil {
+			continue
+		}
+		m, err := NormalizeMap(part.m)
+		if err != nil {
+			return nil, fmt.Errorf("manifest: encode %s: %s: %w", r.ID().Short(), part.name, err)
+		}
+		o = append(o, field{key: part.name, value: m})
+	}
+	return o, nil
+}
+
+// jsonResource is the JSON form of a resource, fields in encoding order.
+type jsonResource struct {
+	APIVersion string       `json:"apiVersion"`
+	Kind       string       `json:"kind"`
+	Metadata   jsonMetadata `json:"metadata"`
+	Spec       any          `json:"spec,omitempty"`
+	Status     any          `json:"status,omitempty"`
+}
+
+type jsonMetadata struct {
+	Name        string `json:"name"`
+	Namespace   string `json:"namespace,omitempty"`
+	Labels      any    `json:"labels,omitempty"`
+	Annotations any    `json:"annotations,omitempty"`
+}
+
+// EncodeJSON writes the resources as JSON indented by 2 spaces: a single
+// resource as an object, any other number as an array. Fields come in the
+// same order as with [EncodeYAML] and Source is not written. The output
+// decodes back, with [DecodeBytes], to equal resources, except that strings
+// that are not valid UTF-8 have their bad bytes replaced by U+FFFD.
+func EncodeJSON(w io.Writer, rs ...*Resource) error {
+	out := make([]jsonResource, 0, len(rs))
+	for _, r := range rs {
+		if r == nil {
+			return &Error{Msg: "cannot encode a nil resource"}
+		}
+		o, err := orderedObject(r)
+		if err != nil {
+			return err
+		}
+		j := jsonResource{APIVersion: r.APIVersion, Kind: r.Kind, Metadata: jsonMetadata{Name: r.Metadata.Name, Namespace: r.Metadata.Namespace}}
+		if r.Metadata.Labels != nil {
+			j.Metadata.Labels = r.Metadata.Labels
+		}
+		if r.Metadata.Annotations != nil {
+			j.Metadata.Annotations = r.Metadata.Annotations
+		}
+		for _, f := range o[3:] {
+			switch f.key {
+			case "spec":
+				j.Spec = f.value
+			case "status":
+				j.Status = f.value
+			}
+		}
+		out = append(out, j)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	var err error
+	if len(out) == 1 {
+		err = enc.Encode(out[0])
+	} else {
+		err = enc.Encode(out)
+	}
+	if err != nil {
+		return fmt.Errorf("manifest: encode JSON: %w", err)
+	}
+	return nil
+}

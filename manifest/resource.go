@@ -1,0 +1,303 @@
+package manifest
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/openctl/openctl/errcode"
+)
+
+// Owner labels: a child manifest produced by a composite provider's Plan
+// carries the kind and name of the resource that owns it.
+const (
+	LabelOwnerKind       = "openctl.io/owner-kind"
+	LabelOwnerName       = "openctl.io/owner-name"
+	LabelOwnerAPIVersion = "openctl.io/owner-api-version"
+)
+
+// Resource is one Kubernetes-style manifest: what the user wrote (spec) and
+// what the provider reports (status). Spec and Status hold only normalised
+// values (see [Normalize]): map[string]any, []any, string, bool, int64,
+// float64 and nil.
+//
+// A Resource is a plain value; it is not safe for concurrent mutation. Use
+// [Resource.DeepCopy] before handing one to another goroutine that may
+// change it.
+type Resource struct {
+	APIVersion string         `json:"apiVersion" yaml:"apiVersion"`
+	Kind       string         `json:"kind" yaml:"kind"`
+	Metadata   Metadata       `json:"metadata" yaml:"metadata"`
+	Spec       map[string]any `json:"spec,omitempty" yaml:"spec,omitempty"`
+	Status     map[string]any `json:"status,omitempty" yaml:"status,omitempty"`
+
+	// Source is where the manifest was read from, if it was decoded from a
+	// file or stream. It is not serialised.
+	Source Source `json:"-" yaml:"-"`
+}
+
+// Metadata is the standard object metadata.
+type Metadata struct {
+	Name        string            `json:"name" yaml:"name"`
+	Namespace   string            `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty" yaml:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty" yaml:"annotations,omitempty"`
+}
+
+// Source locates a manifest in its input: the file name ("-" or "<stdin>"
+// for standard input), the 1-based line where the document starts and the
+// 0-based index of the document within the file.
+type Source struct {
+	File  string
+	Line  int
+	Index int
+}
+
+// String renders the source as "file:line", or "" when unknown.
+func (s Source) String() string {
+	if s.File == "" {
+		return ""
+	}
+	if s.Line > 0 {
+		return fmt.Sprintf("%s:%d", s.File, s.Line)
+	}
+	return s.File
+}
+
+// ID identifies a resource: its apiVersion, kind and name. IDs are
+// comparable and can be used as map keys.
+type ID struct {
+	APIVersion string `json:"apiVersion" yaml:"apiVersion"`
+	Kind       string `json:"kind" yaml:"kind"`
+	Name       string `json:"name" yaml:"name"`
+}
+
+// ID returns the resource's identity.
+func (r *Resource) ID() ID {
+	return ID{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Metadata.Name}
+}
+
+// String renders the ID as "apiVersion/kind/name", for example
+// "proxmox.openctl.io/v1/VirtualMachine/web-01". [ParseID] reverses it.
+func (id ID) String() string {
+	return id.APIVersion + "/" + id.Kind + "/" + id.Name
+}
+
+// Short renders the ID as "kind/name", the form used in messages.
+func (id ID) Short() string { return id.Kind + "/" + id.Name }
+
+// Group returns the provider name the ID's apiVersion routes to ("proxmox"
+// for "proxmox.openctl.io/v1"), or "" if the apiVersion is malformed.
+func (id ID) Group() string {
+	g, _, err := SplitAPIVersion(id.APIVersion)
+	if err != nil {
+		return ""
+	}
+	return g
+}
+
+// Less orders IDs by apiVersion, kind, then name.
+func (id ID) Less(o ID) bool { return id.Compare(o) < 0 }
+
+// Compare returns -1, 0 or +1 ordering IDs by apiVersion, kind, then name.
+func (id ID) Compare(o ID) int {
+	if c := strings.Compare(id.APIVersion, o.APIVersion); c != 0 {
+		return c
+	}
+	if c := strings.Compare(id.Kind, o.Kind); c != 0 {
+		return c
+	}
+	return strings.Compare(id.Name, o.Name)
+}
+
+// Validate checks that the ID's apiVersion has the form
+// <provider>.openctl.io/<version>, that kind is set and that name is a
+// DNS-1123 label.
+func (id ID) Validate() error {
+	if _, _, err := SplitAPIVersion(id.APIVersion); err != nil {
+		return err
+	}
+	if msg := kindProblem(id.Kind); msg != "" {
+		return errcode.New(errcode.Invalid, "manifest: "+msg)
+	}
+	return ValidateName(id.Name)
+}
+
+// kindProblem describes what is wrong with kind, or returns "".
+func kindProblem(kind string) string {
+	switch {
+	case kind == "":
+		return "kind is empty"
+	case !kindRE.MatchString(kind):
+		return fmt.Sprintf("kind %q is not a valid kind (letters and digits, starting with an upper-case letter)", kind)
+	}
+	return ""
+}
+
+// ParseID parses "apiVersion/kind/name" as produced by [ID.String].
+func ParseID(s string) (ID, error) {
+	i := strings.LastIndexByte(s, '/')
+	if i < 0 {
+		return ID{}, errcode.New(errcode.Invalid, fmt.Sprintf("manifest: id %q: want apiVersion/kind/name", s))
+	}
+	j := strings.LastIndexByte(s[:i], '/')
+	if j < 0 {
+		return ID{}, errcode.New(errcode.Invalid, fmt.Sprintf("manifest: id %q: want apiVersion/kind/name", s))
+	}
+	id := ID{APIVersion: s[:j], Kind: s[j+1 : i], Name: s[i+1:]}
+	if err := id.Validate(); err != nil {
+		return ID{}, err
+	}
+	return id, nil
+}
+
+// APIGroupSuffix is the suffix every apiVersion group carries.
+const APIGroupSuffix = ".openctl.io"
+
+var (
+	apiVersionRE = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.openctl\.io/(v[0-9]+((alpha|beta)[0-9]+)?)$`)
+	dnsLabelRE   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	kindRE       = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+)
+
+// SplitAPIVersion splits "<provider>.openctl.io/<version>" into the provider
+// name and the version ("v1", "v1beta1", "v2alpha3"). Anything else is an
+// Invalid error.
+func SplitAPIVersion(apiVersion string) (provider, version string, err error) {
+	m := apiVersionRE.FindStringSubmatch(apiVersion)
+	if m == nil {
+		return "", "", errcode.New(errcode.Invalid, "manifest: "+apiVersionProblem(apiVersion))
+	}
+	return m[1], m[3], nil
+}
+
+// apiVersionProblem describes what is wrong with apiVersion, or returns "".
+func apiVersionProblem(apiVersion string) string {
+	if apiVersionRE.MatchString(apiVersion) {
+		return ""
+	}
+	if apiVersion == "" {
+		return "apiVersion is empty"
+	}
+	return fmt.Sprintf("apiVersion %q is not of the form <provider>.openctl.io/<version> (for example proxmox.openctl.io/v1)", apiVersion)
+}
+
+// ValidateName checks that name is a DNS-1123 label: at most 63 characters,
+// lower-case letters, digits and '-', starting and ending with a letter or
+// digit.
+func ValidateName(name string) error {
+	if msg := labelProblem("name", name); msg != "" {
+		return errcode.New(errcode.Invalid, "manifest: "+msg)
+	}
+	return nil
+}
+
+// labelProblem describes why s, the value of the field called what, is not
+// a DNS-1123 label, or returns "".
+func labelProblem(what, s string) string {
+	switch {
+	case s == "":
+		return what + " is empty"
+	case len(s) > 63:
+		return fmt.Sprintf("%s %q is longer than 63 characters", what, s)
+	case !dnsLabelRE.MatchString(s):
+		return fmt.Sprintf("%s %q is not a DNS-1123 label (lower-case letters, digits and '-', starting and ending with a letter or digit)", what, s)
+	}
+	return ""
+}
+
+// DeepCopy returns a copy of r that shares no mutable state with it.
+func (r *Resource) DeepCopy() *Resource {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.Metadata.Labels = copyStrings(r.Metadata.Labels)
+	c.Metadata.Annotations = copyStrings(r.Metadata.Annotations)
+	c.Spec = CopyMap(r.Spec)
+	c.Status = CopyMap(r.Status)
+	return &c
+}
+
+func copyStrings(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// Object returns the resource as a generic map with the keys apiVersion,
+// kind, metadata, spec and status, the form field paths and whole-resource
+// $ref values use. The map shares no state with r.
+func (r *Resource) Object() map[string]any {
+	md := map[string]any{"name": r.Metadata.Name}
+	if r.Metadata.Namespace != "" {
+		md["namespace"] = r.Metadata.Namespace
+	}
+	if len(r.Metadata.Labels) > 0 {
+		md["labels"] = stringsToAny(r.Metadata.Labels)
+	}
+	if len(r.Metadata.Annotations) > 0 {
+		md["annotations"] = stringsToAny(r.Metadata.Annotations)
+	}
+	o := map[string]any{
+		"apiVersion": r.APIVersion,
+		"kind":       r.Kind,
+		"metadata":   md,
+	}
+	if r.Spec != nil {
+		o["spec"] = CopyMap(r.Spec)
+	}
+	if r.Status != nil {
+		o["status"] = CopyMap(r.Status)
+	}
+	return o
+}
+
+func stringsToAny(m map[string]string) map[string]any {
+	o := make(map[string]any, len(m))
+	for k, v := range m {
+		o[k] = v
+	}
+	return o
+}
+
+// Field returns the value at a dot path into the resource's object form
+// (see [Resource.Object]), for example "status.ip" or "spec.disks[0].size".
+// See [Field] for the semantics.
+func (r *Resource) Field(path string) (any, bool, error) {
+	return Field(r.Object(), path)
+}
+
+// Owner returns the ID of the resource that owns r, from the owner labels a
+// composite provider's children carry, and whether r has an owner. When the
+// owner's apiVersion label is absent, r's own apiVersion is assumed.
+func (r *Resource) Owner() (ID, bool) {
+	kind, name := r.Metadata.Labels[LabelOwnerKind], r.Metadata.Labels[LabelOwnerName]
+	if kind == "" || name == "" {
+		return ID{}, false
+	}
+	av := r.Metadata.Labels[LabelOwnerAPIVersion]
+	if av == "" {
+		av = r.APIVersion
+	}
+	return ID{APIVersion: av, Kind: kind, Name: name}, true
+}
+
+// SetOwner labels r as owned by owner.
+func (r *Resource) SetOwner(owner ID) {
+	if r.Metadata.Labels == nil {
+		r.Metadata.Labels = map[string]string{}
+	}
+	r.Metadata.Labels[LabelOwnerKind] = owner.Kind
+	r.Metadata.Labels[LabelOwnerName] = owner.Name
+	if owner.APIVersion != r.APIVersion {
+		r.Metadata.Labels[LabelOwnerAPIVersion] = owner.APIVersion
+	} else {
+		delete(r.Metadata.Labels, LabelOwnerAPIVersion)
+	}
+}

@@ -1,0 +1,100 @@
+package manifest
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Validate checks a resource the way decoding checks a manifest, for
+// resources built in code: the apiVersion has the form
+// <provider>.openctl.io/<version>, the kind is set and well formed, the name
+// (and the namespace, if set) is a DNS-1123 label, label and annotation keys
+// are not empty, and spec and status hold only normalised values (see
+// [Normalize]; a value Normalize would convert, such as an int, is reported
+// too, since [Field], [Hash] and the encoders expect the normalised form).
+//
+// Every problem is reported, as an errors.Join of [*Error] values whose
+// Field names the offending field; File and Line come from r.Source when it
+// is set.
+func Validate(r *Resource) error {
+	if r == nil {
+		return &Error{Msg: "resource is nil"}
+	}
+	var errs errorList
+	add := func(e *Error) {
+		e.File, e.Line = r.Source.File, r.Source.Line
+		errs.add(e)
+	}
+	for _, e := range identityErrors(r) {
+		add(e)
+	}
+	for _, part := range []struct {
+		name string
+		m    map[string]any
+	}{{"spec", r.Spec}, {"status", r.Status}} {
+		if part.m != nil {
+			checkNormalised(part.m, part.name, 0, add)
+		}
+	}
+	return errs.err()
+}
+
+// identityErrors returns the problems with r's apiVersion, kind and
+// metadata, each naming its field, without a location.
+func identityErrors(r *Resource) []*Error {
+	var out []*Error
+	check := func(field, msg string) {
+		if msg != "" {
+			out = append(out, &Error{Field: field, Msg: msg})
+		}
+	}
+	check("apiVersion", apiVersionProblem(r.APIVersion))
+	check("kind", kindProblem(r.Kind))
+	check("metadata.name", labelProblem("name", r.Metadata.Name))
+	if r.Metadata.Namespace != "" {
+		check("metadata.namespace", labelProblem("namespace", r.Metadata.Namespace))
+	}
+	if _, ok := r.Metadata.Labels[""]; ok {
+		check("metadata.labels", "label key is empty")
+	}
+	if _, ok := r.Metadata.Annotations[""]; ok {
+		check("metadata.annotations", "annotation key is empty")
+	}
+	return out
+}
+
+// checkNormalised reports every value in v, at path, that is not in the
+// normalised form.
+func checkNormalised(v any, path string, depth int, add func(*Error)) {
+	if depth > maxDepth {
+		add(&Error{Field: path, Msg: fmt.Sprintf("value is nested more than %d levels deep (does it contain itself?)", maxDepth)})
+		return
+	}
+	switch x := v.(type) {
+	case nil, string, bool, int64:
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			add(&Error{Field: path, Msg: fmt.Sprintf("want a finite number, got %v", x)})
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			checkNormalised(x[k], JoinPath(path, k), depth+1, add)
+		}
+	case []any:
+		for i, e := range x {
+			checkNormalised(e, JoinIndex(path, i), depth+1, add)
+		}
+	default:
+		if _, err := Normalize(x); err != nil {
+			add(&Error{Field: path, Msg: fmt.Sprintf("want a string, number, bool, list or map, got a value of type %T", x)})
+		} else {
+			add(&Error{Field: path, Msg: fmt.Sprintf("value of type %T is not normalised (convert the map with NormalizeMap)", x)})
+		}
+	}
+}

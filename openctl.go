@@ -1,0 +1,255 @@
+package openctl
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/state"
+)
+
+// Engine applies, plans and deletes resources through a provider registry,
+// recording what it did in a state store. Create one with New. An Engine is
+// safe for concurrent use; operations that change things (Apply, Delete)
+// take the store's lock, so two of them on the same store do not overlap.
+type Engine struct {
+	reg         *registry.Registry
+	store       state.Store
+	concurrency int
+	log         *slog.Logger
+	observer    func(Event)
+	retry       RetryPolicy
+	ready       ReadyPolicy
+	lockWait    time.Duration
+	maxDepth    int
+
+	obsMu sync.Mutex // serialises observer calls
+}
+
+// ReadyPolicy controls how the engine waits for a resource whose provider
+// implements registry.ReadyChecker: it polls with capped exponential
+// backoff until the resource is ready or Timeout passes.
+type ReadyPolicy struct {
+	Timeout time.Duration // default 10m
+	Initial time.Duration // first poll interval, default 250ms
+	Max     time.Duration // longest poll interval, default 10s
+}
+
+func (p ReadyPolicy) withDefaults() ReadyPolicy {
+	if p.Timeout <= 0 {
+		p.Timeout = 10 * time.Minute
+	}
+	if p.Initial <= 0 {
+		p.Initial = 250 * time.Millisecond
+	}
+	if p.Max <= 0 {
+		p.Max = 10 * time.Second
+	}
+	return p
+}
+
+// DefaultConcurrency is the number of resources an Engine works on at once
+// unless WithConcurrency says otherwise.
+const DefaultConcurrency = 4
+
+// Option configures an Engine.
+type Option func(*Engine) error
+
+// WithProviders registers providers in the engine's registry.
+func WithProviders(ps ...registry.Provider) Option {
+	return func(e *Engine) error { return e.reg.Register(ps...) }
+}
+
+// WithRegistry makes the engine use reg (shared with the caller) instead of
+// a registry of its own. Apply it before WithProviders.
+func WithRegistry(reg *registry.Registry) Option {
+	return func(e *Engine) error {
+		if reg == nil {
+			return errcode.New(errcode.Invalid, "openctl: WithRegistry(nil)")
+		}
+		e.reg = reg
+		return nil
+	}
+}
+
+// WithStore sets the state store (default: a fresh state.Memory, which
+// forgets everything when the process exits).
+func WithStore(s state.Store) Option {
+	return func(e *Engine) error {
+		if s == nil {
+			return errcode.New(errcode.Invalid, "openctl: WithStore(nil)")
+		}
+		e.store = s
+		return nil
+	}
+}
+
+// WithConcurrency bounds how many resources are worked on at once
+// (default DefaultConcurrency).
+func WithConcurrency(n int) Option {
+	return func(e *Engine) error {
+		if n < 1 {
+			return errcode.New(errcode.Invalid, fmt.Sprintf("openctl: concurrency must be at least 1, got %d", n))
+		}
+		e.concurrency = n
+		return nil
+	}
+}
+
+// WithLogger sets the structured logger (default: discard).
+func WithLogger(l *slog.Logger) Option {
+	return func(e *Engine) error {
+		if l != nil {
+			e.log = l
+		}
+		return nil
+	}
+}
+
+// WithObserver sets a function that receives progress events. It is called
+// from one goroutine at a time and should return quickly.
+func WithObserver(fn func(Event)) Option {
+	return func(e *Engine) error { e.observer = fn; return nil }
+}
+
+// WithRetry sets the retry policy for transient errors (zero fields take
+// DefaultRetryPolicy's values).
+func WithRetry(p RetryPolicy) Option {
+	return func(e *Engine) error { e.retry = p.withDefaults(); return nil }
+}
+
+// WithReadyPolicy sets how long and how often to poll for readiness.
+func WithReadyPolicy(p ReadyPolicy) Option {
+	return func(e *Engine) error { e.ready = p.withDefaults(); return nil }
+}
+
+// WithLockWait makes Apply and Delete wait up to d for a state lock held
+// by someone else, instead of failing at once with a Conflict error naming
+// the holder.
+func WithLockWait(d time.Duration) Option {
+	return func(e *Engine) error { e.lockWait = d; return nil }
+}
+
+// New returns an Engine configured by opts.
+func New(opts ...Option) (*Engine, error) {
+	e := &Engine{
+		reg:         &registry.Registry{},
+		store:       state.NewMemory(),
+		concurrency: DefaultConcurrency,
+		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		retry:       DefaultRetryPolicy,
+		ready:       ReadyPolicy{}.withDefaults(),
+		maxDepth:    8,
+	}
+	for _, o := range opts {
+		if err := o(e); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Registry returns the engine's provider registry.
+func (e *Engine) Registry() *registry.Registry { return e.reg }
+
+// Store returns the engine's state store.
+func (e *Engine) Store() state.Store { return e.store }
+
+// Close closes the registry's providers that implement io.Closer.
+func (e *Engine) Close() error { return e.reg.Close() }
+
+// Get reads a live resource through its provider.
+func (e *Engine) Get(ctx context.Context, id manifest.ID) (*manifest.Resource, error) {
+	var out *manifest.Resource
+	err := e.safe("get", id, func() (err error) {
+		out, err = e.reg.Get(ctx, id)
+		return err
+	})
+	return out, err
+}
+
+// List lists the live resources of a kind through its provider.
+func (e *Engine) List(ctx context.Context, apiVersion, kind string) ([]*manifest.Resource, error) {
+	var out []*manifest.Resource
+	err := e.safe("list", manifest.ID{APIVersion: apiVersion, Kind: kind}, func() (err error) {
+		out, err = e.reg.List(ctx, apiVersion, kind)
+		return err
+	})
+	return out, err
+}
+
+// Do runs a provider action (start, stop, logs, ...) on a resource. args
+// are checked against the action's spec (see registry.ActionSpec.CheckArgs);
+// streamed output goes to out (nil discards it).
+func (e *Engine) Do(ctx context.Context, id manifest.ID, action string, args map[string]any, out io.Writer) (*registry.ActionResult, error) {
+	p, _, err := e.reg.Lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	a, spec, err := registry.FindAction(p, id.Kind, action)
+	if err != nil {
+		return nil, err
+	}
+	checked, err := spec.CheckArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = io.Discard
+	}
+	var res *registry.ActionResult
+	err = e.safe(action, id, func() (err error) {
+		res, err = a.Do(ctx, registry.ActionRequest{Action: action, ID: id, Args: checked, Out: out})
+		return err
+	})
+	return res, err
+}
+
+// emit delivers an event to the observer, one at a time.
+func (e *Engine) emit(ev Event) {
+	if e.observer == nil {
+		return
+	}
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	e.obsMu.Lock()
+	defer e.obsMu.Unlock()
+	e.observer(ev)
+}
+
+// safe calls fn, turning a panic into an Internal error that names the
+// operation and resource, and logging the stack.
+func (e *Engine) safe(op string, id manifest.ID, fn func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			e.log.Error("provider panicked", "op", op, "resource", id.String(), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			err = errcode.New(errcode.Internal, fmt.Sprintf("openctl: %s %s: provider panicked: %v", op, id.Short(), v))
+		}
+	}()
+	return fn()
+}
+
+// lock takes the store's lock for op, waiting up to e.lockWait.
+func (e *Engine) lock(ctx context.Context, op string) (func() error, error) {
+	info := state.NewLockInfo(op)
+	deadline := time.Now().Add(e.lockWait)
+	b := newBackoff(100*time.Millisecond, 2*time.Second, 1.5, 0.2)
+	for {
+		unlock, err := e.store.Lock(ctx, state.DefaultScope, info)
+		if err == nil || !errcode.Is(err, errcode.Conflict) || time.Now().After(deadline) {
+			return unlock, err
+		}
+		e.log.Info("waiting for state lock", "err", err.Error())
+		if werr := wait(ctx, min(b.delay(), time.Until(deadline)+time.Millisecond)); werr != nil {
+			return nil, err
+		}
+	}
+}

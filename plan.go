@@ -1,0 +1,216 @@
+package openctl
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/graph"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/refs"
+	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/state"
+)
+
+// Action is what applying a manifest would do to its resource.
+type Action string
+
+// The plan actions.
+const (
+	ActionCreate  Action = "create"
+	ActionUpdate  Action = "update"
+	ActionReplace Action = "replace"
+	ActionNoOp    Action = "no-op"
+)
+
+// Change is the plan for one resource.
+type Change struct {
+	ID     manifest.ID
+	Action Action
+	// Fields are the changed spec fields, when known: as written in the
+	// manifest against the spec recorded in state (or the provider's own
+	// diff when it implements registry.Differ).
+	Fields []manifest.FieldChange
+	// Reasons explain the action ("does not exist", "values from
+	// VirtualMachine/db are known only after apply", a provider's reason
+	// for a replace).
+	Reasons []string
+	// DependsOn lists the resources this one's $refs point at, sorted.
+	DependsOn []manifest.ID
+	// Owner is the composite that planned this resource, if any.
+	Owner  *manifest.ID
+	Source manifest.Source
+}
+
+// Plan is what an Apply of the same manifests would do: a Change per
+// resource in execution order, and the execution waves (resources in one
+// wave can run in parallel once the previous waves are done).
+type Plan struct {
+	Changes []Change
+	Waves   [][]manifest.ID
+	g       *graph.Graph[string]
+	byKey   map[string]*Change
+}
+
+// HasChanges reports whether applying would change anything.
+func (p *Plan) HasChanges() bool {
+	for _, c := range p.Changes {
+		if c.Action != ActionNoOp {
+			return true
+		}
+	}
+	return false
+}
+
+// Change returns the change planned for id.
+func (p *Plan) Change(id manifest.ID) (Change, bool) {
+	c, ok := p.byKey[id.String()]
+	if !ok {
+		return Change{}, false
+	}
+	return *c, true
+}
+
+// DOT renders the dependency graph in Graphviz format, each resource
+// labelled with its kind, name and planned action, an edge from each
+// dependency to its dependent.
+func (p *Plan) DOT() string {
+	return p.g.DOT("openctl", func(k string) string {
+		c := p.byKey[k]
+		return fmt.Sprintf("%s\n(%s)", c.ID.Short(), c.Action)
+	})
+}
+
+// Plan reports what Apply would do with the same resources, without
+// changing anything: it reads live resources and state, never writes.
+// Invalid input fails exactly as it would in Apply.
+//
+// A resource that depends on a resource that will change is planned as an
+// update when it exists (its $ref values are known only after apply),
+// unless its provider's Diff says otherwise.
+func (e *Engine) Plan(ctx context.Context, resources ...*manifest.Resource) (*Plan, error) {
+	s, err := e.build(ctx, resources)
+	if err != nil {
+		return nil, err
+	}
+	order, err := s.g.Sort()
+	if err != nil {
+		return nil, err
+	}
+	plan := &Plan{g: s.g, byKey: map[string]*Change{}}
+	plan.Changes = make([]Change, 0, len(order))
+	for _, k := range order {
+		n := s.nodes[k]
+		c, err := e.planOne(ctx, n, plan)
+		if err != nil {
+			return nil, fmt.Errorf("openctl: plan %s%s: %w", n.id.Short(), at(n.res), err)
+		}
+		plan.Changes = append(plan.Changes, c)
+		plan.byKey[k] = &plan.Changes[len(plan.Changes)-1]
+	}
+	waves, err := s.g.Waves()
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range waves {
+		ids := make([]manifest.ID, len(w))
+		for i, k := range w {
+			ids[i] = s.nodes[k].id
+		}
+		plan.Waves = append(plan.Waves, ids)
+	}
+	return plan, nil
+}
+
+func (e *Engine) planOne(ctx context.Context, n *node, plan *Plan) (Change, error) {
+	c := Change{ID: n.id, DependsOn: n.deps, Owner: n.owner, Source: n.res.Source}
+	rec, err := e.store.Get(ctx, n.id)
+	if err != nil && !errcode.Is(err, errcode.NotFound) {
+		return c, err
+	}
+	if err != nil {
+		rec = nil
+	}
+	live, err := e.get(ctx, n, nil)
+	if err != nil && !errcode.Is(err, errcode.NotFound) {
+		return c, err
+	}
+	if live == nil {
+		c.Action = ActionCreate
+		if rec != nil {
+			c.Reasons = append(c.Reasons, "recorded in state but gone: will be created again")
+		} else {
+			c.Reasons = append(c.Reasons, "does not exist")
+		}
+		return c, nil
+	}
+	if rec != nil {
+		c.Fields = manifest.Diff("spec", rec.Spec, n.res.Spec)
+	}
+
+	var pending []string
+	for _, d := range n.deps {
+		if dc := plan.byKey[d.String()]; dc != nil && dc.Action != ActionNoOp {
+			pending = append(pending, d.Short())
+		}
+	}
+	if len(pending) > 0 {
+		c.Action = ActionUpdate
+		c.Reasons = append(c.Reasons, "values from "+strings.Join(pending, ", ")+" are known only after apply")
+		return c, nil
+	}
+
+	var resolved *manifest.Resource
+	if err := e.safe("resolve", n.id, func() (err error) { resolved, err = refs.Resolve(ctx, e.reg, n.res); return err }); err != nil {
+		return c, err
+	}
+	if d, ok := n.prov.(registry.Differ); ok {
+		var diff registry.Diff
+		if err := e.safe("diff", n.id, func() (err error) { diff, err = d.Diff(ctx, resolved, live); return err }); err != nil {
+			return c, err
+		}
+		c.Action = diffAction(diff.Action)
+		c.Reasons = append(c.Reasons, diff.Reasons...)
+		if len(diff.Fields) > 0 {
+			c.Fields = diff.Fields
+		}
+		if c.Action == ActionNoOp && !recordedAs(rec, resolved) {
+			// The provider sees nothing to change but state does not
+			// know the resource in this form: Apply will call the
+			// provider to converge and record it.
+			c.Action = ActionUpdate
+			c.Reasons = append(c.Reasons, "not recorded in state in this form")
+		}
+		return c, nil
+	}
+	switch {
+	case recordedAs(rec, resolved):
+		c.Action = ActionNoOp
+	case rec == nil:
+		c.Action = ActionUpdate
+		c.Fields = manifest.Diff("spec", live.Spec, resolved.Spec)
+		c.Reasons = append(c.Reasons, "exists but is not recorded in state: apply will hand it to the provider")
+	default:
+		c.Action = ActionUpdate
+		if len(c.Fields) == 0 {
+			c.Reasons = append(c.Reasons, "resolved $ref values changed")
+		}
+	}
+	return c, nil
+}
+
+// recordedAs reports whether rec records resolved's spec as applied.
+func recordedAs(rec *state.Record, resolved *manifest.Resource) bool {
+	return rec != nil && rec.SpecHash == manifest.Hash(resolved.Spec)
+}
+
+func diffAction(a registry.DiffAction) Action {
+	switch a {
+	case registry.DiffNone:
+		return ActionNoOp
+	case registry.DiffReplace:
+		return ActionReplace
+	}
+	return ActionUpdate
+}

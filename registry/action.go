@@ -1,0 +1,138 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openctl/openctl/errcode"
+)
+
+// CheckArgs checks action arguments against the spec and returns them with
+// defaults filled in and values converted to their declared types. Values
+// may be given already typed or as strings (as a CLI collects them):
+// "30s" for a duration, "true" for a bool. Unknown arguments, missing
+// required ones and values of the wrong type are Invalid errors naming the
+// argument.
+func (s ActionSpec) CheckArgs(args map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(s.Args))
+	known := map[string]bool{}
+	for _, a := range s.Args {
+		known[a.Name] = true
+		v, ok := args[a.Name]
+		if !ok || v == nil {
+			if a.Required {
+				return nil, errcode.New(errcode.Invalid, fmt.Sprintf("registry: action %s: argument %q is required", s.Name, a.Name))
+			}
+			if a.Default == nil {
+				continue
+			}
+			v = a.Default
+		}
+		cv, err := convertArg(a.Type, v)
+		if err != nil {
+			return nil, errcode.New(errcode.Invalid, fmt.Sprintf("registry: action %s: argument %q: %v", s.Name, a.Name, err))
+		}
+		out[a.Name] = cv
+	}
+	for _, k := range slices.Sorted(maps.Keys(args)) {
+		if !known[k] {
+			return nil, errcode.New(errcode.Invalid, fmt.Sprintf("registry: action %s: unknown argument %q", s.Name, k))
+		}
+	}
+	return out, nil
+}
+
+func convertArg(t ArgType, v any) (any, error) {
+	s, isString := v.(string)
+	switch t {
+	case ArgString:
+		if !isString {
+			return nil, fmt.Errorf("want a string, got %T", v)
+		}
+		return s, nil
+	case ArgInt:
+		switch x := v.(type) {
+		case int:
+			return int64(x), nil
+		case int64:
+			return x, nil
+		case string:
+			n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not an integer", x)
+			}
+			return n, nil
+		}
+		return nil, fmt.Errorf("want an integer, got %T", v)
+	case ArgBool:
+		switch x := v.(type) {
+		case bool:
+			return x, nil
+		case string:
+			b, err := strconv.ParseBool(x)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not a bool", x)
+			}
+			return b, nil
+		}
+		return nil, fmt.Errorf("want a bool, got %T", v)
+	case ArgDuration:
+		switch x := v.(type) {
+		case time.Duration:
+			return x, nil
+		case string:
+			d, err := time.ParseDuration(x)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not a duration", x)
+			}
+			return d, nil
+		}
+		return nil, fmt.Errorf("want a duration, got %T", v)
+	}
+	return nil, fmt.Errorf("unknown argument type %q", t)
+}
+
+// FindAction returns the provider's action with the given name for kind. A
+// provider that offers no actions, or not that one, is an Invalid error
+// listing what it offers.
+func FindAction(p Provider, kind, name string) (Actioner, ActionSpec, error) {
+	a, ok := p.(Actioner)
+	if !ok {
+		return nil, ActionSpec{}, errcode.New(errcode.Invalid, fmt.Sprintf("registry: provider %q offers no actions", p.Name()))
+	}
+	var names []string
+	for _, s := range a.Actions() {
+		if s.Kind != kind {
+			continue
+		}
+		if s.Name == name {
+			return a, s, nil
+		}
+		names = append(names, s.Name)
+	}
+	slices.Sort(names)
+	return nil, ActionSpec{}, errcode.New(errcode.Invalid, fmt.Sprintf("registry: %s %s has no action %q (actions: %s)", p.Name(), kind, name, strings.Join(names, ", ")))
+}
+
+type stepKey struct{}
+
+// WithStepReporter returns a context carrying fn; providers called with it
+// report the step they are in ("cloning", "waiting for guest agent") through
+// [ReportStep]. The engine installs one per resource to drive its progress
+// events. fn must be safe for concurrent use.
+func WithStepReporter(ctx context.Context, fn func(step string)) context.Context {
+	return context.WithValue(ctx, stepKey{}, fn)
+}
+
+// ReportStep tells whoever is watching which step the current operation is
+// in. It does nothing when no reporter is installed.
+func ReportStep(ctx context.Context, step string) {
+	if fn, ok := ctx.Value(stepKey{}).(func(string)); ok && fn != nil {
+		fn(step)
+	}
+}

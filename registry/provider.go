@@ -1,0 +1,200 @@
+package registry
+
+import (
+	"context"
+	"io"
+
+	"github.com/openctl/openctl/manifest"
+)
+
+// Provider is what every provider implements: it serves one apiVersion
+// group (<Name()>.openctl.io) and reads, applies and deletes resources of
+// the kinds it lists.
+//
+// Methods take the context first and must honour its cancellation. Errors
+// are wrapped with %w and classified with the codes of package errcode:
+// Get of a missing resource returns an error matching errcode.NotFound;
+// temporary failures match errcode.Transient so the engine retries them.
+// A provider must be safe for concurrent use: the engine applies
+// independent resources in parallel.
+type Provider interface {
+	// Name is the provider's name: "proxmox" serves proxmox.openctl.io/*.
+	Name() string
+	// Kinds lists the kinds the provider serves.
+	Kinds() []Kind
+	// Get reads the live resource, including its status. A missing
+	// resource is an error matching errcode.NotFound.
+	Get(ctx context.Context, id manifest.ID) (*manifest.Resource, error)
+	// Apply creates the resource or updates it to match r.Spec, and
+	// returns it with its status. It must be idempotent: applying the same
+	// manifest twice leaves the same result. The spec it receives never
+	// contains a $ref marker; the engine resolves them first. Apply must
+	// not modify r.
+	Apply(ctx context.Context, r *manifest.Resource) (*manifest.Resource, error)
+	// Delete removes the resource. Deleting a resource that does not exist
+	// is not an error.
+	Delete(ctx context.Context, id manifest.ID) error
+}
+
+// Kind describes one kind a provider serves.
+type Kind struct {
+	// Kind is the manifest kind, e.g. "VirtualMachine".
+	Kind string `json:"kind"`
+	// Plural is the lower-case plural a CLI accepts, e.g. "vms" or
+	// "virtualmachines".
+	Plural string `json:"plural,omitempty"`
+	// ShortNames are further aliases, e.g. "vm".
+	ShortNames []string `json:"shortNames,omitempty"`
+	// Versions lists the apiVersion versions served ("v1"). Empty means
+	// every version.
+	Versions []string `json:"versions,omitempty"`
+	// Composite is true when the provider implements [Planner] for this
+	// kind: applying it expands into child resources.
+	Composite bool `json:"composite,omitempty"`
+	// ReadOnly is true for kinds that can be read and listed but not
+	// applied or deleted (e.g. a Proxmox Node).
+	ReadOnly bool `json:"readOnly,omitempty"`
+	// SecretFields are field paths (e.g. "status.kubeconfig") whose values
+	// are secrets: stores keep them sealed and output redacts them.
+	SecretFields []string `json:"secretFields,omitempty"`
+}
+
+// Lister is implemented by providers that can enumerate resources of a kind.
+type Lister interface {
+	// List returns every resource of the given kind the provider can see,
+	// sorted by name.
+	List(ctx context.Context, kind string) ([]*manifest.Resource, error)
+}
+
+// Planner is implemented by composite providers. Plan expands a resource
+// into the child manifests that realise it (a K3s Cluster into VMs, nodes
+// and agent installs). The engine adds the children to the same
+// dependency graph as everything else, labels them with their owner
+// (manifest.LabelOwnerKind / LabelOwnerName), applies them before the owner
+// and deletes them before it. Children may carry $ref markers to each other
+// and to other resources. Plan must be deterministic and must not change
+// anything.
+type Planner interface {
+	Plan(ctx context.Context, r *manifest.Resource) ([]*manifest.Resource, error)
+}
+
+// Validator is implemented by providers that check a manifest beyond
+// decoding: required fields, ranges, combinations. Validate runs before
+// anything is applied, on the spec as written ($ref markers not yet
+// resolved). Errors should match errcode.Invalid and name the field path.
+type Validator interface {
+	Validate(ctx context.Context, r *manifest.Resource) error
+}
+
+// Differ is implemented by providers that know which changes can be made
+// in place and which need the resource to be replaced or restarted. The
+// engine calls Diff when planning a resource that exists; without it, any
+// change to the resolved spec is an in-place update.
+type Differ interface {
+	// Diff compares the desired resource (refs resolved where they could
+	// be) with the live one.
+	Diff(ctx context.Context, desired, live *manifest.Resource) (Diff, error)
+}
+
+// DiffAction is what applying a desired resource will do.
+type DiffAction string
+
+// The diff actions.
+const (
+	DiffNone    DiffAction = "no-op"
+	DiffUpdate  DiffAction = "update"
+	DiffReplace DiffAction = "replace"
+)
+
+// Diff is a provider's verdict on a change.
+type Diff struct {
+	Action DiffAction
+	// Fields lists the changed fields, when the provider knows them.
+	Fields []manifest.FieldChange
+	// Reasons explain the action, e.g. "template changed: needs a new VM"
+	// or "memory change takes effect after a reboot".
+	Reasons []string
+}
+
+// ReadyChecker is implemented by providers whose resources become usable
+// some time after Apply returns (a VM whose guest agent reports an IP). The
+// engine polls Get and Ready with backoff until Ready reports true, an
+// error, or the engine's readiness deadline passes. A provider that waits
+// inside Apply need not implement it.
+type ReadyChecker interface {
+	// Ready reports whether the live resource is ready, and if not, a short
+	// human-readable reason ("waiting for guest agent").
+	Ready(ctx context.Context, live *manifest.Resource) (ready bool, reason string, err error)
+}
+
+// Actioner is implemented by providers that offer named operations beyond
+// apply and delete: start, stop, logs, upgrade. A CLI turns each
+// [ActionSpec] into a subcommand generically.
+type Actioner interface {
+	// Actions lists the actions the provider offers.
+	Actions() []ActionSpec
+	// Do runs one action. Streaming output (logs) is written to req.Out as
+	// it arrives; a short summary goes in the result's Message.
+	Do(ctx context.Context, req ActionRequest) (*ActionResult, error)
+}
+
+// ActionSpec describes an action and its arguments.
+type ActionSpec struct {
+	// Name is the action's name, e.g. "start" or "logs".
+	Name string `json:"name"`
+	// Kind is the kind the action applies to.
+	Kind string `json:"kind"`
+	// Short is a one-line help text; Long an optional longer one.
+	Short string `json:"short"`
+	Long  string `json:"long,omitempty"`
+	// Args are the action's arguments. The target resource's name is
+	// always the first positional argument and is not listed.
+	Args []ArgSpec `json:"args,omitempty"`
+}
+
+// ArgType is the type of an action argument.
+type ArgType string
+
+// The argument types. Values arrive in ActionRequest.Args as string, int64,
+// bool and time.Duration respectively.
+const (
+	ArgString   ArgType = "string"
+	ArgInt      ArgType = "int"
+	ArgBool     ArgType = "bool"
+	ArgDuration ArgType = "duration"
+)
+
+// ArgSpec describes one action argument; a CLI renders it as a flag.
+type ArgSpec struct {
+	Name     string  `json:"name"`
+	Short    string  `json:"short,omitempty"` // one-letter flag alias
+	Type     ArgType `json:"type"`
+	Default  any     `json:"default,omitempty"`
+	Required bool    `json:"required,omitempty"`
+	Help     string  `json:"help,omitempty"`
+}
+
+// ActionRequest asks a provider to run an action on a resource.
+type ActionRequest struct {
+	Action string
+	ID     manifest.ID
+	// Args holds the argument values by ArgSpec name, already checked
+	// against the spec (see [ActionSpec.CheckArgs]).
+	Args map[string]any
+	// Out receives streamed output; never nil when the engine calls Do.
+	Out io.Writer
+}
+
+// ActionResult is the outcome of an action.
+type ActionResult struct {
+	// Message is a short summary, e.g. "web-01 started".
+	Message string
+	// Resource is the resource after the action, when it makes sense.
+	Resource *manifest.Resource
+}
+
+// Interface guards for the optional interfaces' method sets live with the
+// providers that implement them, e.g.:
+//
+//	var _ registry.Planner = (*Cluster)(nil)
+var _ io.Closer = (*Registry)(nil)

@@ -1,0 +1,198 @@
+// Package providertest is the conformance kit every provider runs, and a
+// [Fake] provider for tests of code built on the engine.
+//
+//	func TestConformance(t *testing.T) {
+//		p := myprovider.New(cfg)
+//		providertest.RunConformance(t, p, providertest.Options{
+//			NewResource: func(name string) *manifest.Resource { ... a valid manifest ... },
+//		})
+//	}
+package providertest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/registry"
+)
+
+// Options configures RunConformance.
+type Options struct {
+	// NewResource returns a valid manifest of the kind under test with the
+	// given name. Required. The names used start with "conformance-".
+	NewResource func(name string) *manifest.Resource
+	// Mutate returns a changed copy of r for the update test. Optional: the
+	// update test is skipped (and says so) without it.
+	Mutate func(r *manifest.Resource) *manifest.Resource
+	// Parallel is the number of concurrent Applies in the concurrency test
+	// (default 8).
+	Parallel int
+}
+
+// RunConformance checks the Provider contract against p: Get of a missing
+// resource is a typed NotFound; Apply returns the resource and Get
+// reflects the applied spec; Apply is idempotent and does not modify its
+// argument; Delete removes, and deleting a missing resource is not an
+// error; List (if implemented) contains what was applied; concurrent
+// Applies of distinct names are safe; Validate (if implemented) accepts
+// the fixtures. Resources it creates are deleted at the end.
+func RunConformance(t *testing.T, p registry.Provider, opts Options) {
+	t.Helper()
+	require.NotNil(t, opts.NewResource, "providertest: Options.NewResource is required")
+	if opts.Parallel <= 0 {
+		opts.Parallel = 8
+	}
+	ctx := t.Context()
+	var mu sync.Mutex
+	var created []manifest.ID
+	newRes := func(name string) *manifest.Resource {
+		r := opts.NewResource(name)
+		mu.Lock()
+		created = append(created, r.ID())
+		mu.Unlock()
+		return r
+	}
+	t.Cleanup(func() {
+		for _, id := range created {
+			if err := p.Delete(t.Context(), id); err != nil {
+				t.Errorf("cleanup: delete %s: %v", id.Short(), err)
+			}
+		}
+	})
+
+	t.Run("Identity", func(t *testing.T) {
+		require.NotEmpty(t, p.Name())
+		require.NotEmpty(t, p.Kinds())
+		r := opts.NewResource("conformance-id")
+		g, _, err := manifest.SplitAPIVersion(r.APIVersion)
+		require.NoError(t, err)
+		assert.Equal(t, p.Name(), g, "fixture apiVersion group must be the provider's name")
+		assert.True(t, slices.ContainsFunc(p.Kinds(), func(k registry.Kind) bool { return k.Kind == r.Kind }), "provider must list kind %s", r.Kind)
+	})
+
+	t.Run("GetMissingIsNotFound", func(t *testing.T) {
+		id := opts.NewResource("conformance-missing").ID()
+		_, err := p.Get(ctx, id)
+		require.Error(t, err)
+		assert.True(t, errors.Is(err, errcode.NotFound), "Get of a missing resource must match errcode.NotFound, got %v", err)
+	})
+
+	t.Run("ValidateAcceptsFixture", func(t *testing.T) {
+		v, ok := p.(registry.Validator)
+		if !ok {
+			t.Skip("provider does not implement registry.Validator")
+		}
+		require.NoError(t, v.Validate(ctx, opts.NewResource("conformance-valid")))
+	})
+
+	t.Run("ApplyGetIdempotent", func(t *testing.T) {
+		r := newRes("conformance-apply")
+		before := r.DeepCopy()
+		out, err := p.Apply(ctx, r)
+		require.NoError(t, err)
+		assert.Equal(t, before, r, "Apply must not modify its argument")
+		require.NotNil(t, out)
+		assert.Equal(t, r.ID(), out.ID())
+
+		live, err := p.Get(ctx, r.ID())
+		require.NoError(t, err)
+		assert.Equal(t, r.ID(), live.ID())
+		assertSpecReflected(t, r.Spec, live.Spec)
+
+		again, err := p.Apply(ctx, r)
+		require.NoError(t, err, "a second Apply of the same manifest must succeed")
+		assert.Equal(t, r.ID(), again.ID())
+		live2, err := p.Get(ctx, r.ID())
+		require.NoError(t, err)
+		assertSpecReflected(t, r.Spec, live2.Spec)
+
+		if l, ok := p.(registry.Lister); ok {
+			items, err := l.List(ctx, r.Kind)
+			require.NoError(t, err)
+			n := 0
+			for _, it := range items {
+				if it.ID() == r.ID() {
+					n++
+				}
+			}
+			assert.Equal(t, 1, n, "List must contain the applied resource exactly once")
+		}
+	})
+
+	t.Run("Update", func(t *testing.T) {
+		if opts.Mutate == nil {
+			t.Skip("no Options.Mutate: update not checked")
+		}
+		r := newRes("conformance-update")
+		_, err := p.Apply(ctx, r)
+		require.NoError(t, err)
+		m := opts.Mutate(r.DeepCopy())
+		_, err = p.Apply(ctx, m)
+		require.NoError(t, err)
+		live, err := p.Get(ctx, r.ID())
+		require.NoError(t, err)
+		assertSpecReflected(t, m.Spec, live.Spec)
+	})
+
+	t.Run("Delete", func(t *testing.T) {
+		r := newRes("conformance-delete")
+		_, err := p.Apply(ctx, r)
+		require.NoError(t, err)
+		require.NoError(t, p.Delete(ctx, r.ID()))
+		_, err = p.Get(ctx, r.ID())
+		assert.True(t, errors.Is(err, errcode.NotFound), "Get after Delete must be NotFound, got %v", err)
+		assert.NoError(t, p.Delete(ctx, r.ID()), "deleting a deleted resource is not an error")
+		assert.NoError(t, p.Delete(ctx, opts.NewResource("conformance-never").ID()), "deleting a missing resource is not an error")
+		if l, ok := p.(registry.Lister); ok {
+			items, err := l.List(ctx, r.Kind)
+			require.NoError(t, err)
+			for _, it := range items {
+				assert.NotEqual(t, r.ID(), it.ID(), "List must not return a deleted resource")
+			}
+		}
+	})
+
+	t.Run("ConcurrentApply", func(t *testing.T) {
+		var wg sync.WaitGroup
+		errs := make([]error, opts.Parallel)
+		ids := make([]manifest.ID, opts.Parallel)
+		for i := range opts.Parallel {
+			r := newRes(fmt.Sprintf("conformance-par-%d", i))
+			ids[i] = r.ID()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = p.Apply(ctx, r)
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			require.NoError(t, err, "concurrent Apply %d", i)
+		}
+		for _, id := range ids {
+			_, err := p.Get(ctx, id)
+			assert.NoError(t, err)
+		}
+	})
+}
+
+// assertSpecReflected checks that every leaf of want is present with an
+// equal value in got (providers may add defaults, but not drop or change
+// what was asked for).
+func assertSpecReflected(t *testing.T, want, got map[string]any) {
+	t.Helper()
+	for _, c := range manifest.Diff("spec", want, got) {
+		if c.Added {
+			continue // a default the provider filled in
+		}
+		t.Errorf("live spec does not reflect the applied one at %s: want %v, got %v", c.Path, c.Old, c.New)
+	}
+}

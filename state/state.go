@@ -1,0 +1,217 @@
+package state
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
+)
+
+// Record is what the engine remembers about one resource it applied.
+type Record struct {
+	APIVersion string `json:"apiVersion" yaml:"apiVersion"`
+	Kind       string `json:"kind" yaml:"kind"`
+	Name       string `json:"name" yaml:"name"`
+	// Labels are the manifest's labels (owner labels included).
+	Labels map[string]string `json:"labels,omitempty" yaml:"labels,omitempty"`
+	// Spec is the spec as the user (or a composite's Plan) wrote it, $ref
+	// markers included, so that dependencies are known at delete time.
+	Spec map[string]any `json:"spec,omitempty" yaml:"spec,omitempty"`
+	// SpecHash is manifest.Hash of the resolved spec last applied; equal
+	// hashes mean a re-apply would change nothing.
+	SpecHash string `json:"specHash" yaml:"specHash"`
+	// Status is the last status the provider reported, secret fields
+	// removed.
+	Status map[string]any `json:"status,omitempty" yaml:"status,omitempty"`
+	// Owner is the composite resource this one belongs to, if any.
+	Owner *manifest.ID `json:"owner,omitempty" yaml:"owner,omitempty"`
+	// Children are the resources a composite's Plan produced, sorted.
+	Children []manifest.ID `json:"children,omitempty" yaml:"children,omitempty"`
+	// Secrets holds secret values by field path ("status.kubeconfig").
+	// Persistent stores keep them only sealed at rest.
+	Secrets map[string]string `json:"-" yaml:"-"`
+	// Generation increases by one on every successful Put; the first Put
+	// of a record stores generation 1. Put compares it (see Store).
+	Generation int64 `json:"generation" yaml:"generation"`
+	// Lineage identifies the record across its life; the store assigns it
+	// on first Put, and copying state preserves it.
+	Lineage   string    `json:"lineage" yaml:"lineage"`
+	CreatedAt time.Time `json:"createdAt" yaml:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt" yaml:"updatedAt"`
+}
+
+// ID returns the record's resource ID.
+func (r *Record) ID() manifest.ID {
+	return manifest.ID{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name}
+}
+
+// Resource returns the record as a manifest (spec as written, last status
+// without secrets).
+func (r *Record) Resource() *manifest.Resource {
+	res := &manifest.Resource{
+		APIVersion: r.APIVersion,
+		Kind:       r.Kind,
+		Metadata:   manifest.Metadata{Name: r.Name},
+		Spec:       manifest.CopyMap(r.Spec),
+		Status:     manifest.CopyMap(r.Status),
+	}
+	if len(r.Labels) > 0 {
+		res.Metadata.Labels = make(map[string]string, len(r.Labels))
+		for k, v := range r.Labels {
+			res.Metadata.Labels[k] = v
+		}
+	}
+	return res
+}
+
+// Clone returns a deep copy of r.
+func (r *Record) Clone() *Record {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.Spec = manifest.CopyMap(r.Spec)
+	c.Status = manifest.CopyMap(r.Status)
+	if r.Labels != nil {
+		c.Labels = make(map[string]string, len(r.Labels))
+		for k, v := range r.Labels {
+			c.Labels[k] = v
+		}
+	}
+	if r.Owner != nil {
+		o := *r.Owner
+		c.Owner = &o
+	}
+	c.Children = append([]manifest.ID(nil), r.Children...)
+	if r.Secrets != nil {
+		c.Secrets = make(map[string]string, len(r.Secrets))
+		for k, v := range r.Secrets {
+			c.Secrets[k] = v
+		}
+	}
+	return &c
+}
+
+// Filter selects records in List. Zero fields match everything.
+type Filter struct {
+	// Provider matches the apiVersion group ("proxmox").
+	Provider string
+	Kind     string
+	// Owner matches records owned by that resource.
+	Owner *manifest.ID
+}
+
+// Match reports whether r passes the filter.
+func (f Filter) Match(r *Record) bool {
+	if f.Provider != "" && r.ID().Group() != f.Provider {
+		return false
+	}
+	if f.Kind != "" && r.Kind != f.Kind {
+		return false
+	}
+	if f.Owner != nil && (r.Owner == nil || *r.Owner != *f.Owner) {
+		return false
+	}
+	return true
+}
+
+// Store persists records and serialises operations with locks.
+//
+// Implementations are safe for concurrent use, by goroutines and (for
+// persistent stores) by processes.
+//
+//   - Get of a missing record is an error matching errcode.NotFound.
+//   - Put is a compare-and-swap on Generation: rec.Generation must equal the
+//     stored generation (0 when the record must not exist yet). On success
+//     the store returns the stored copy with Generation incremented and
+//     Lineage, CreatedAt and UpdatedAt set; otherwise it returns a
+//     *GenerationError matching errcode.Conflict and changes nothing.
+//   - Delete of a missing record is not an error.
+//   - List returns the matching records sorted by ID.
+//   - Lock takes an exclusive lock on scope. If another holder has it, Lock
+//     returns a *LockedError (matching errcode.Conflict) naming the holder;
+//     it does not wait. The returned function releases the lock and may be
+//     called more than once.
+//
+// Returned records are copies the caller may modify.
+type Store interface {
+	Get(ctx context.Context, id manifest.ID) (*Record, error)
+	Put(ctx context.Context, rec *Record) (*Record, error)
+	Delete(ctx context.Context, id manifest.ID) error
+	List(ctx context.Context, f Filter) ([]*Record, error)
+	Lock(ctx context.Context, scope string, info LockInfo) (unlock func() error, err error)
+}
+
+// DefaultScope is the lock scope the engine takes for Apply and Delete.
+const DefaultScope = "default"
+
+// LockInfo says who holds a lock, for the message another client sees.
+type LockInfo struct {
+	ID        string    `json:"id" yaml:"id"`
+	Scope     string    `json:"scope" yaml:"scope"`
+	Who       string    `json:"who" yaml:"who"`
+	Host      string    `json:"host" yaml:"host"`
+	PID       int       `json:"pid" yaml:"pid"`
+	Operation string    `json:"operation" yaml:"operation"`
+	Created   time.Time `json:"created" yaml:"created"`
+}
+
+// NewLockInfo fills a LockInfo for this process: a random ID, the user, the
+// host name, the PID, the operation and the current time.
+func NewLockInfo(operation string) LockInfo {
+	host, _ := os.Hostname()
+	who := os.Getenv("USER")
+	if who == "" {
+		who = fmt.Sprintf("uid-%d", os.Getuid())
+	}
+	return LockInfo{ID: NewID(), Who: who, Host: host, PID: os.Getpid(), Operation: operation, Created: time.Now().UTC()}
+}
+
+// NewID returns a random 128-bit identifier in hex, used for lock IDs and
+// record lineages.
+func NewID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}
+
+// LockedError reports a lock held by someone else. It matches
+// errcode.Conflict.
+type LockedError struct {
+	Scope  string
+	Holder LockInfo
+}
+
+func (e *LockedError) Error() string {
+	h := e.Holder
+	return fmt.Sprintf("state: %q is locked by %s@%s (pid %d, %s, since %s)", e.Scope, h.Who, h.Host, h.PID, h.Operation, h.Created.Format(time.RFC3339))
+}
+
+// Is reports true for errcode.Conflict.
+func (e *LockedError) Is(target error) bool { return target == errcode.Conflict }
+
+// GenerationError reports a Put whose expected generation did not match the
+// stored one: someone else wrote the record since it was read. It matches
+// errcode.Conflict.
+type GenerationError struct {
+	ID       manifest.ID
+	Expected int64
+	Actual   int64
+}
+
+func (e *GenerationError) Error() string {
+	return fmt.Sprintf("state: %s changed concurrently: expected generation %d, found %d", e.ID.Short(), e.Expected, e.Actual)
+}
+
+// Is reports true for errcode.Conflict.
+func (e *GenerationError) Is(target error) bool { return target == errcode.Conflict }
+
+// NotFoundError reports a missing record. It matches errcode.NotFound.
+func NotFoundError(id manifest.ID) error {
+	return errcode.New(errcode.NotFound, fmt.Sprintf("state: no record for %s", id.Short()))
+}
