@@ -268,7 +268,7 @@ func (r *runner[K]) loop(ctx context.Context) {
 		for r.inflight < r.limit && r.ready.len() > 0 {
 			v := r.ready.pop()
 			r.start(v)
-			wg.Go(func() { outcomes <- r.call(ctx, v) })
+			wg.Go(func() { r.call(ctx, v, outcomes) })
 		}
 		if r.inflight == 0 {
 			return // nothing can happen any more; unreachable in a DAG
@@ -292,11 +292,10 @@ func (r *runner[K]) loop(ctx context.Context) {
 	}
 }
 
-// call runs fn for node v and reports how it went, turning a panic or
-// runtime.Goexit into an error.
-func (r *runner[K]) call(ctx context.Context, v int) (o outcome) {
-	o.v = v
-	o.start = time.Now()
+// call runs fn for node v and sends how it went to outcomes, even if fn
+// panics (a *PanicError) or calls runtime.Goexit (errGoexit).
+func (r *runner[K]) call(ctx context.Context, v int, outcomes chan<- outcome) {
+	o := outcome{v: v, start: time.Now()}
 	returned := false
 	defer func() {
 		o.dur = time.Since(o.start)
@@ -305,10 +304,10 @@ func (r *runner[K]) call(ctx context.Context, v int) (o outcome) {
 		} else if !returned {
 			o.err = errGoexit
 		}
+		outcomes <- o
 	}()
 	o.err = r.fn(ctx, r.g.keys[v])
 	returned = true
-	return o
 }
 
 func (r *runner[K]) emit(e Event[K]) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -56,6 +57,9 @@ func decodeInto(data []byte, file string, errs *errorList) []*Resource {
 	}
 	c := &converter{file: file, errs: errs, budget: maxNodes}
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
 	if isJSON(data) {
 		return c.decodeJSON(data)
 	}
@@ -95,12 +99,15 @@ func (c *converter) decodeYAML(data []byte) []*Resource {
 	}
 }
 
+// errParserPanic marks an error made from a panic in the YAML parser.
+var errParserPanic = errors.New("YAML parser failed")
+
 // parseNext parses the next document. The parser should not panic, but if
 // it does on some input, that is reported as an error about the input.
 func parseNext(dec *yaml.Decoder, doc *yaml.Node) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("yaml: parser failed: %v", p)
+			err = fmt.Errorf("%w: %v", errParserPanic, p)
 		}
 	}()
 	return dec.Decode(doc)
@@ -122,18 +129,52 @@ func documentRoot(doc *yaml.Node) *yaml.Node {
 // yamlLineRE matches the location yaml.v3 puts in its error messages.
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): `)
 
+// yamlParserProblems are the messages of yaml.v3's parser (as opposed to
+// its scanner) errors. For those it reports a 0-based line, and no line
+// at all for the first line of the input.
+var yamlParserProblems = []string{
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"did not find expected '-' indicator",
+	"did not find expected <document start>",
+	"did not find expected <stream-start>",
+	"did not find expected key",
+	"did not find expected node content",
+	"found duplicate %TAG directive",
+	"found duplicate %YAML directive",
+	"found incompatible YAML document",
+	"found undefined tag handle",
+}
+
+// unknownAnchorRE matches yaml.v3's error for an alias without an anchor,
+// which carries no line.
+var unknownAnchorRE = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+
 // syntaxError reports a parser error. yaml.v3 gives the line, if it knows
-// it, in the message text; for errors about the input's encoding it gives
-// none, and the first offending character is located here instead.
+// it, in the message text, 0-based for some errors (see
+// yamlParserProblems); for an unknown anchor and for errors about the
+// input's encoding it gives none, and the place is found here instead.
 func (c *converter) syntaxError(err error, data []byte, format string) {
-	msg := err.Error()
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line, col := 0, 0
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
 		line, _ = strconv.Atoi(m[1])
-		msg = msg[len(m[0]):]
-	} else {
-		msg = strings.TrimPrefix(msg, "yaml: ")
-		line, col = badCharacter(data)
+		msg = err.Error()[len(m[0]):]
+	}
+	parserProblem := slices.Contains(yamlParserProblems, msg)
+	switch {
+	case parserProblem:
+		line++
+	case line > 0:
+	case unknownAnchorRE.MatchString(msg):
+		line, col = find(data, "*"+unknownAnchorRE.FindStringSubmatch(msg)[1])
+	case errors.Is(err, errParserPanic):
+	default:
+		// An error about the encoding, or one on the first line (the
+		// only errors yaml.v3 gives without a line).
+		if line, col = badCharacter(data); line == 0 {
+			line = 1
+		}
 	}
 	e := &Error{File: c.file, Msg: fmt.Sprintf("invalid %s: %s", format, msg)}
 	if line > 0 {
@@ -149,6 +190,18 @@ func (c *converter) syntaxError(err error, data []byte, format string) {
 	}
 	c.failed = true
 	c.errs.add(e)
+}
+
+// find returns the 1-based line and column of the first occurrence of s in
+// data, or 0, 0.
+func find(data []byte, s string) (line, col int) {
+	i := bytes.Index(data, []byte(s))
+	if i < 0 {
+		return 0, 0
+	}
+	line = 1 + bytes.Count(data[:i], []byte("\n"))
+	start := bytes.LastIndexByte(data[:i], '\n') + 1
+	return line, 1 + utf8.RuneCount(data[start:i])
 }
 
 // badCharacter returns the 1-based line and column of the first byte of

@@ -19,6 +19,9 @@ import (
 // infinity, which decoding would reject, is an error); they are written in
 // normalised form.
 func EncodeYAML(w io.Writer, rs ...*Resource) error {
+	if len(rs) == 0 {
+		return nil
+	}
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)
 	for _, r := range rs {
@@ -69,7 +72,19 @@ func resourceNode(r *Resource) (*yaml.Node, error) {
 		}
 		doc.Content = append(doc.Content, &k, &v)
 	}
+	unmerge(doc)
 	return doc, nil
+}
+
+// unmerge makes the string "<<", which yaml.v3 encodes as a merge key
+// ("!!merge <<"), an ordinary quoted string.
+func unmerge(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == mergeTag {
+		n.Tag, n.Style = strTag, yaml.DoubleQuotedStyle
+	}
+	for _, c := range n.Content {
+		unmerge(c)
+	}
 }
 
 // field is one field of a resource's encoded form: a value, or for

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // Validate checks a resource the way decoding checks a manifest, for
@@ -67,15 +69,47 @@ func identityErrors(r *Resource) []*Error {
 // checkNormalised reports every value in v, at path, that is not in the
 // normalised form.
 func checkNormalised(v any, path string, depth int, add func(*Error)) {
+	walkNormalised(v, &pathStep{key: path, index: -1}, depth, add)
+}
+
+// pathStep is one step of a field path, linked to its parent, so that a
+// deep walk does not build a path string at every level.
+type pathStep struct {
+	parent *pathStep
+	key    string
+	index  int // -1 for a key
+}
+
+func (p *pathStep) String() string {
+	var steps []*pathStep
+	for ; p.parent != nil; p = p.parent {
+		steps = append(steps, p)
+	}
+	var b strings.Builder
+	b.WriteString(p.key)
+	for i := len(steps) - 1; i >= 0; i-- {
+		if s := steps[i]; s.index >= 0 {
+			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+		} else {
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s.key)
+		}
+	}
+	return b.String()
+}
+
+func walkNormalised(v any, path *pathStep, depth int, add func(*Error)) {
 	if depth > maxDepth {
-		add(&Error{Field: path, Msg: fmt.Sprintf("value is nested more than %d levels deep (does it contain itself?)", maxDepth)})
+		add(&Error{Field: path.String(), Msg: fmt.Sprintf("value is nested more than %d levels deep (does it contain itself?)", maxDepth)})
 		return
 	}
 	switch x := v.(type) {
 	case nil, string, bool, int64:
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			add(&Error{Field: path, Msg: fmt.Sprintf("want a finite number, got %v", x)})
+			add(&Error{Field: path.String(), Msg: fmt.Sprintf("want a finite number, got %v", x)})
 		}
 	case map[string]any:
 		keys := make([]string, 0, len(x))
@@ -84,17 +118,17 @@ func checkNormalised(v any, path string, depth int, add func(*Error)) {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			checkNormalised(x[k], JoinPath(path, k), depth+1, add)
+			walkNormalised(x[k], &pathStep{parent: path, key: k, index: -1}, depth+1, add)
 		}
 	case []any:
 		for i, e := range x {
-			checkNormalised(e, JoinIndex(path, i), depth+1, add)
+			walkNormalised(e, &pathStep{parent: path, index: i}, depth+1, add)
 		}
 	default:
 		if _, err := Normalize(x); err != nil {
-			add(&Error{Field: path, Msg: fmt.Sprintf("want a string, number, bool, list or map, got a value of type %T", x)})
+			add(&Error{Field: path.String(), Msg: fmt.Sprintf("want a string, number, bool, list or map, got a value of type %T", x)})
 		} else {
-			add(&Error{Field: path, Msg: fmt.Sprintf("value of type %T is not normalised (convert the map with NormalizeMap)", x)})
+			add(&Error{Field: path.String(), Msg: fmt.Sprintf("value of type %T is not normalised (convert the map with NormalizeMap)", x)})
 		}
 	}
 }

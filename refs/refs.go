@@ -242,8 +242,8 @@ func sortedEntries(m map[string]any, buf []entry) []entry {
 }
 
 // shape checks the cheap, structural part of a marker m (a map holding
-// Key, whose value is v) and returns its target and field. The returned *Error has only its
-// Code and Msg set; the caller adds where it is.
+// Key, whose value is v) and returns its target and field. The returned
+// *Error has only its Code and Msg set; the caller adds where it is.
 func shape(m map[string]any, v any) (manifest.ID, string, *Error) {
 	if len(m) != 1 {
 		var extra []string
@@ -312,7 +312,11 @@ func shapeErr(ref map[string]any) *Error {
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		return invalid(fmt.Sprintf("%s has unknown keys %s (allowed: apiVersion, kind, name, field)", Key, strings.Join(unknown, ", ")))
+		noun := "key"
+		if len(unknown) > 1 {
+			noun = "keys"
+		}
+		return invalid(fmt.Sprintf("%s has unknown %s %s (allowed: apiVersion, kind, name, field)", Key, noun, strings.Join(unknown, ", ")))
 	}
 	for _, k := range [...]string{keyAPIVersion, keyKind, keyName, keyField} {
 		if v, ok := ref[k]; ok {

@@ -166,6 +166,11 @@ func TestCollectMalformed(t *testing.T) {
 			wantMsg: `refs: VirtualMachine/web-01 spec.net.ip: $ref has unknown keys "Name", "path" (allowed: apiVersion, kind, name, field)`,
 		},
 		{
+			name:    "unknown key and non-string value",
+			marker:  ref(map[string]any{"apiVersion": vmAPI, "kind": false, "name": "db", "namespace": "x"}),
+			wantMsg: `refs: VirtualMachine/web-01 spec.net.ip: $ref has unknown key "namespace" (allowed: apiVersion, kind, name, field)`,
+		},
+		{
 			name:    "other keys beside $ref",
 			marker:  map[string]any{"$ref": vmRef("db", "status.ip")["$ref"], "default": "10.0.0.1"},
 			wantMsg: `refs: VirtualMachine/web-01 spec.net.ip: $ref marker has other keys "default"; a marker is a map holding only $ref`,
@@ -283,6 +288,9 @@ func TestHasAndIsMarker(t *testing.T) {
 		})
 	}
 	assert.False(t, refs.Has(nil))
+	found, err := refs.Collect(nil)
+	assert.NoError(t, err)
+	assert.Empty(t, found)
 
 	assert.True(t, refs.IsMarker(vmRef("db", "")))
 	assert.True(t, refs.IsMarker(map[string]any{"$ref": nil}))

@@ -21,8 +21,16 @@ import (
 // refs.Getter, so $ref values resolve through it whichever provider owns
 // the target.
 type Registry struct {
-	mu        sync.RWMutex        // guards providers
-	providers map[string]Provider // by Name()
+	mu        sync.RWMutex      // guards providers
+	providers map[string]*entry // by Name()
+}
+
+// entry is a registered provider with its kinds, read once at Register:
+// a provider's kinds must not change after registration.
+type entry struct {
+	p     Provider
+	kinds map[string]Kind // by Kind.Kind
+	names []string        // kind names, sorted
 }
 
 // Register adds providers. An empty name, a name that is not a DNS-1123
@@ -55,10 +63,16 @@ func (r *Registry) Register(ps ...Provider) error {
 		seen[name] = true
 	}
 	if r.providers == nil {
-		r.providers = make(map[string]Provider)
+		r.providers = make(map[string]*entry)
 	}
 	for _, p := range ps {
-		r.providers[p.Name()] = p
+		e := &entry{p: p, kinds: map[string]Kind{}}
+		for _, k := range p.Kinds() {
+			e.kinds[k.Kind] = k
+			e.names = append(e.names, k.Kind)
+		}
+		slices.Sort(e.names)
+		r.providers[p.Name()] = e
 	}
 	return nil
 }
@@ -88,13 +102,21 @@ func (r *Registry) Groups() []string {
 // Provider returns the provider registered under name. An unknown name is
 // an Invalid error listing the registered groups.
 func (r *Registry) Provider(name string) (Provider, error) {
+	e, err := r.entry(name)
+	if err != nil {
+		return nil, err
+	}
+	return e.p, nil
+}
+
+func (r *Registry) entry(name string) (*entry, error) {
 	r.mu.RLock()
-	p := r.providers[name]
+	e := r.providers[name]
 	r.mu.RUnlock()
-	if p == nil {
+	if e == nil {
 		return nil, &UnknownGroupError{Group: name + manifest.APIGroupSuffix, Registered: r.Groups()}
 	}
-	return p, nil
+	return e, nil
 }
 
 // Lookup returns the provider and kind that serve id's apiVersion and kind.
@@ -106,23 +128,18 @@ func (r *Registry) Lookup(id manifest.ID) (Provider, Kind, error) {
 	if err != nil {
 		return nil, Kind{}, fmt.Errorf("registry: %w", err)
 	}
-	p, err := r.Provider(group)
+	e, err := r.entry(group)
 	if err != nil {
 		return nil, Kind{}, err
 	}
-	var kinds []string
-	for _, k := range p.Kinds() {
-		if k.Kind != id.Kind {
-			kinds = append(kinds, k.Kind)
-			continue
-		}
-		if len(k.Versions) > 0 && !slices.Contains(k.Versions, version) {
-			return nil, Kind{}, errcode.New(errcode.Invalid, fmt.Sprintf("registry: %s %s: version %s not served (served: %s)", group, id.Kind, version, strings.Join(k.Versions, ", ")))
-		}
-		return p, k, nil
+	k, ok := e.kinds[id.Kind]
+	if !ok {
+		return nil, Kind{}, errcode.New(errcode.Invalid, fmt.Sprintf("registry: provider %q does not serve kind %q (it serves: %s)", group, id.Kind, strings.Join(e.names, ", ")))
 	}
-	slices.Sort(kinds)
-	return nil, Kind{}, errcode.New(errcode.Invalid, fmt.Sprintf("registry: provider %q does not serve kind %q (it serves: %s)", group, id.Kind, strings.Join(kinds, ", ")))
+	if len(k.Versions) > 0 && !slices.Contains(k.Versions, version) {
+		return nil, Kind{}, errcode.New(errcode.Invalid, fmt.Sprintf("registry: %s %s: version %s not served (served: %s)", group, id.Kind, version, strings.Join(k.Versions, ", ")))
+	}
+	return e.p, k, nil
 }
 
 // KindRef names a kind together with the provider that serves it.
@@ -134,15 +151,13 @@ type KindRef struct {
 // Kinds returns every registered kind, sorted by provider then kind.
 func (r *Registry) Kinds() []KindRef {
 	var out []KindRef
-	for _, name := range r.Names() {
-		p, err := r.Provider(name)
-		if err != nil {
-			continue // unregistered concurrently; nothing to list
-		}
-		for _, k := range p.Kinds() {
+	r.mu.RLock()
+	for name, e := range r.providers {
+		for _, k := range e.kinds {
 			out = append(out, KindRef{Provider: name, Kind: k})
 		}
 	}
+	r.mu.RUnlock()
 	slices.SortFunc(out, func(a, b KindRef) int {
 		if c := strings.Compare(a.Provider, b.Provider); c != 0 {
 			return c
@@ -211,7 +226,7 @@ func (r *Registry) Close() error {
 	defer r.mu.RUnlock()
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(r.providers)) {
-		if c, ok := r.providers[name].(interface{ Close() error }); ok {
+		if c, ok := r.providers[name].p.(interface{ Close() error }); ok {
 			if err := c.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("registry: close %s: %w", name, err))
 			}

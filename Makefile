@@ -1,0 +1,43 @@
+# openctl — every target works on a fresh machine with Go 1.26 installed.
+GO ?= go
+FUZZTIME ?= 30s
+
+.PHONY: all run test vet fmt-check test-race fuzz-seeds bench fuzz examples
+
+all: test
+
+## run: the main job — for now the quickstart (an embedded engine applying manifests with $refs in parallel)
+run:
+	$(GO) run ./examples/quickstart
+
+## test: everything CI runs — formatting, vet, the race-enabled suite (fuzz seed corpora included), the nested bench module's build
+test: fmt-check vet test-race examples
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
+
+# go test runs every Fuzz target's seed corpus (f.Add and testdata/fuzz) as ordinary tests.
+test-race:
+	$(GO) test -race -count=1 ./...
+
+examples:
+	$(GO) build -o /dev/null ./examples/...
+	cd bench && $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
+
+## bench: the performance figures quoted in the README and the issues
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+	cd bench && $(GO) test -run '^$$' -bench . -benchmem ./...
+
+## fuzz: run every fuzz target for FUZZTIME each (not part of `make test`)
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
