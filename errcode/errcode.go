@@ -23,6 +23,7 @@ package errcode
 import (
 	"context"
 	"errors"
+	"strings"
 )
 
 // Code classifies an error. The zero value is not a valid code; [Of] never
@@ -96,6 +97,9 @@ func (e *Error) Error() string {
 		s = e.Err.Error()
 	default:
 		return string(e.Code)
+	}
+	if strings.Contains(s, string(e.Code)) {
+		return s
 	}
 	return s + " (" + string(e.Code) + ")"
 }

@@ -74,4 +74,3 @@ func dotQuote(s string) string {
 	b.WriteByte('"')
 	return b.String()
 }
-

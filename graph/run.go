@@ -169,7 +169,7 @@ func (g *Graph[K]) Run(ctx context.Context, opts RunOptions[K], fn func(ctx cont
 		return nil, g.cycleError()
 	}
 	r := newRunner(g, opts, fn, order)
-	r.loop(ctx)
+	r.run(ctx)
 	return r.results(ctx)
 }
 
@@ -183,31 +183,40 @@ const (
 	done                 // has its Result
 )
 
-// outcome is what a node's goroutine reports back to the loop.
+// outcome is how one call of fn went.
 type outcome struct {
-	v     int
 	err   error
 	start time.Time
 	dur   time.Duration
 }
 
-// runner is the state of one Run. Every field is owned by the goroutine
-// running loop; node goroutines only read g and fn and send an outcome.
+// runner is the state of one Run. It has no coordinator goroutine: each of
+// up to limit workers takes the best ready node, calls fn without holding
+// mu, then records the outcome and takes the next node, all under mu. Idle
+// workers wait on wake.
 type runner[K cmp.Ordered] struct {
-	g        *Graph[K]
-	fn       func(context.Context, K) error
-	onEvent  func(Event[K])
-	limit    int   // opts.Concurrency, at least 1
-	order    []int // a topological order
-	height   []int // nodes on the longest path from a node to a sink
-	waiting  []int // dependencies not yet succeeded
+	// Read-only during the run.
+	g       *Graph[K]
+	fn      func(context.Context, K) error
+	onEvent func(Event[K])
+	limit   int   // opts.Concurrency, at least 1
+	order   []int // a topological order
+	height  []int // nodes on the longest path from a node to a sink
+
+	wg sync.WaitGroup // workers
+
+	mu       sync.Mutex // guards everything below, and calls onEvent
+	wake     sync.Cond  // signalled when a node is ready or the run is over; L is &mu
+	waiting  []int      // dependencies not yet succeeded
 	phase    []phase
 	res      []Result[K]
 	ready    queue
 	left     int   // nodes without a Result
-	inflight int   // fn calls not yet reported
+	inflight int   // fn calls not yet recorded
+	idle     int   // workers waiting on wake
 	failed   []int // failed nodes
-	canceled bool  // a node was skipped because ctx was done
+	stopped  bool  // ctx is done: start nothing more
+	canceled bool  // ctx was done while nodes had not started
 	scratch  []int
 }
 
@@ -225,6 +234,7 @@ func newRunner[K cmp.Ordered](g *Graph[K], opts RunOptions[K], fn func(context.C
 		res:     make([]Result[K], n),
 		left:    n,
 	}
+	r.wake.L = &r.mu
 	for i := n - 1; i >= 0; i-- { // dependents first
 		v := order[i]
 		h := 0
@@ -251,51 +261,70 @@ func newRunner[K cmp.Ordered](g *Graph[K], opts RunOptions[K], fn func(context.C
 	return r
 }
 
-// loop starts ready nodes, up to the limit, each in its own goroutine, and
-// records their outcomes until every node has a Result.
-func (r *runner[K]) loop(ctx context.Context) {
-	outcomes := make(chan outcome, r.limit)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	cancel := ctx.Done()
-	for r.left > 0 {
-		select {
-		case <-cancel:
-			r.cancel(ctx.Err())
-			cancel = nil
-		default:
-		}
-		for r.inflight < r.limit && r.ready.len() > 0 {
-			v := r.ready.pop()
-			r.start(v)
-			wg.Go(func() { r.call(ctx, v, outcomes) })
-		}
-		if r.inflight == 0 {
-			return // nothing can happen any more; unreachable in a DAG
-		}
-		select {
-		case o := <-outcomes:
-			r.finish(o)
-		drain: // take every outcome already there, for a better choice of what to start next
-			for r.inflight > 0 {
-				select {
-				case o := <-outcomes:
-					r.finish(o)
-				default:
-					break drain
-				}
-			}
-		case <-cancel:
-			r.cancel(ctx.Err())
-			cancel = nil
-		}
+// run starts the workers and returns once they have all returned, which
+// is when every node has a Result.
+func (r *runner[K]) run(ctx context.Context) {
+	for range min(r.limit, len(r.res)) {
+		r.wg.Add(1)
+		go r.work(ctx)
 	}
+	r.wg.Wait()
 }
 
-// call runs fn for node v and sends how it went to outcomes, even if fn
-// panics (a *PanicError) or calls runtime.Goexit (errGoexit).
-func (r *runner[K]) call(ctx context.Context, v int, outcomes chan<- outcome) {
-	o := outcome{v: v, start: time.Now()}
+// work is one worker: it runs ready nodes until no node is left.
+func (r *runner[K]) work(ctx context.Context) {
+	defer r.wg.Done()
+	r.mu.Lock()
+	for {
+		v, ok := r.next(ctx)
+		if !ok {
+			break
+		}
+		r.mu.Unlock()
+		o := r.call(ctx, v)
+		r.mu.Lock()
+		r.finish(ctx, v, o)
+	}
+	r.mu.Unlock()
+}
+
+// next takes the best ready node and reports EventStarted for it, waiting
+// while nothing is ready but calls in flight may make something ready. It
+// reports false when the run is over. If ctx is done, next first skips
+// every node that has not started. r.mu must be held.
+func (r *runner[K]) next(ctx context.Context) (int, bool) {
+	for {
+		r.checkDone(ctx)
+		if r.ready.len() > 0 {
+			break
+		}
+		if r.left == 0 || r.inflight == 0 {
+			// Over. (Nodes left but none ready or in flight cannot
+			// happen in a DAG.)
+			r.wake.Broadcast()
+			return 0, false
+		}
+		r.idle++
+		r.wake.Wait()
+		r.idle--
+	}
+	v := r.ready.pop()
+	if r.ready.len() > 0 && r.idle > 0 {
+		r.wake.Signal() // that worker signals the next one if there is still more
+	}
+	r.phase[v] = running
+	r.inflight++
+	if r.onEvent != nil {
+		r.onEvent(Event[K]{Type: EventStarted, Node: r.g.keys[v], Time: time.Now()})
+	}
+	return v, true
+}
+
+// call runs fn for node v, turning a panic into a *PanicError. If fn calls
+// runtime.Goexit, call records the node as failed and hands the rest of the
+// worker's job to a new worker, since this goroutine is about to end.
+func (r *runner[K]) call(ctx context.Context, v int) (o outcome) {
+	o.start = time.Now()
 	returned := false
 	defer func() {
 		o.dur = time.Since(o.start)
@@ -303,11 +332,16 @@ func (r *runner[K]) call(ctx context.Context, v int, outcomes chan<- outcome) {
 			o.err = &PanicError{Value: p, Stack: debug.Stack()}
 		} else if !returned {
 			o.err = errGoexit
+			r.mu.Lock()
+			r.finish(ctx, v, o)
+			r.mu.Unlock()
+			r.wg.Add(1)
+			go r.work(ctx)
 		}
-		outcomes <- o
 	}()
 	o.err = r.fn(ctx, r.g.keys[v])
 	returned = true
+	return o
 }
 
 func (r *runner[K]) emit(e Event[K]) {
@@ -316,16 +350,11 @@ func (r *runner[K]) emit(e Event[K]) {
 	}
 }
 
-func (r *runner[K]) start(v int) {
-	r.phase[v] = running
-	r.inflight++
-	if r.onEvent != nil {
-		r.onEvent(Event[K]{Type: EventStarted, Node: r.g.keys[v], Time: time.Now()})
-	}
-}
-
-func (r *runner[K]) finish(o outcome) {
-	v := o.v
+// finish records the outcome of node v's call. If ctx is done, the nodes
+// that have not started are skipped first, as cancelled rather than as
+// dependents of a failed node. r.mu must be held.
+func (r *runner[K]) finish(ctx context.Context, v int, o outcome) {
+	r.checkDone(ctx)
 	r.inflight--
 	r.left--
 	r.phase[v] = done
@@ -370,8 +399,22 @@ func (r *runner[K]) skipDependents(v int, err error) {
 	r.scratch = queue
 }
 
-// cancel skips every node that has not started, in topological order.
-func (r *runner[K]) cancel(ctxErr error) {
+// checkDone stops the run if ctx is done. r.mu must be held.
+func (r *runner[K]) checkDone(ctx context.Context) {
+	if r.stopped {
+		return
+	}
+	select {
+	case <-ctx.Done():
+		r.stop(ctx.Err())
+	default:
+	}
+}
+
+// stop skips every node that has not started, in topological order, and
+// stops the run from starting any more. r.mu must be held.
+func (r *runner[K]) stop(ctxErr error) {
+	r.stopped = true
 	var zero K
 	now := time.Now()
 	for _, v := range r.order {

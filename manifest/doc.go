@@ -2,6 +2,20 @@
 // Kubernetes-style manifests decoded strictly from YAML or JSON, with every
 // problem reported by file, line and field path.
 //
+//	rs, err := manifest.Load([]string{"cluster.yaml", "vms/"}, manifest.LoadOptions{})
+//	if err != nil {
+//		for _, e := range manifest.Errors(err) {
+//			fmt.Fprintln(os.Stderr, e) // cluster.yaml:12:3: metadata.name: ...
+//		}
+//		return err
+//	}
+//	for _, r := range rs {
+//		fmt.Println(r.ID().Short(), r.Source) // VirtualMachine/web-01 cluster.yaml:2
+//	}
+//
+// ExampleDecodeBytes decodes a two-document stream and prints the IDs and
+// an error; ExampleField reads fields.
+//
 // # Resources
 //
 // A [Resource] is one manifest: an apiVersion that routes it to a provider,
@@ -92,9 +106,6 @@
 // [EncodeYAML] and [EncodeJSON] write resources in a stable field order
 // (for "get -o yaml" and re-applying); their output decodes back to equal
 // resources.
-//
-// See ExampleDecodeBytes for decoding a stream and printing the IDs, and
-// ExampleField for reading fields.
 //
 // # Concurrency
 //

@@ -8,6 +8,11 @@ import "fmt"
 // at a.yaml:3)". All repeats are reported, joined; nil entries are ignored.
 func CheckDuplicates(rs []*Resource) error {
 	var errs errorList
+	checkDuplicates(rs, &errs)
+	return errs.err()
+}
+
+func checkDuplicates(rs []*Resource, errs *errorList) {
 	first := make(map[ID]int, len(rs))
 	for i, r := range rs {
 		if r == nil {
@@ -29,5 +34,4 @@ func CheckDuplicates(rs []*Resource) error {
 			Msg:  fmt.Sprintf("duplicate resource %s (first defined at %s)", id.Short(), where),
 		})
 	}
-	return errs.err()
 }

@@ -106,8 +106,9 @@ type errorList struct {
 	seen    map[errorKey]bool
 }
 
-// errorKey identifies a problem at one place, so that a problem inside an
-// anchored node is reported once however many aliases expand it.
+// errorKey identifies a problem at one exact place (a line and a column),
+// so that a problem inside an anchored node is reported once however many
+// aliases expand it.
 type errorKey struct {
 	file         string
 	line, column int
@@ -115,7 +116,7 @@ type errorKey struct {
 }
 
 func (l *errorList) add(e *Error) {
-	if e.Line > 0 {
+	if e.Column > 0 {
 		k := errorKey{e.File, e.Line, e.Column, e.Msg}
 		if l.seen[k] {
 			return
@@ -130,21 +131,6 @@ func (l *errorList) add(e *Error) {
 		return
 	}
 	l.errs = append(l.errs, e)
-}
-
-// addErr adds the *Error values err holds, and wraps anything else.
-func (l *errorList) addErr(err error) {
-	if err == nil {
-		return
-	}
-	es := Errors(err)
-	if len(es) == 0 {
-		l.add(&Error{Msg: err.Error(), Err: err})
-		return
-	}
-	for _, e := range es {
-		l.add(e)
-	}
 }
 
 func (l *errorList) len() int { return len(l.errs) + l.dropped }

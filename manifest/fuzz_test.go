@@ -3,8 +3,6 @@ package manifest_test
 import (
 	"bytes"
 	"errors"
-	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,9 +47,6 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if d := os.Getenv("FUZZ_TRACE"); d != "" {
-			os.WriteFile(fmt.Sprintf("%s/cur-%d", d, os.Getpid()), data, 0o644)
-		}
 		rs, err := manifest.DecodeBytes(data, "fuzz.yaml")
 		if err != nil {
 			if !errors.Is(err, errcode.Invalid) {

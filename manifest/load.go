@@ -73,7 +73,7 @@ func Load(paths []string, opts LoadOptions) ([]*Resource, error) {
 			decode(data, f)
 		}
 	}
-	errs.addErr(CheckDuplicates(rs))
+	checkDuplicates(rs, &errs)
 	if err := errs.err(); err != nil {
 		return nil, err
 	}

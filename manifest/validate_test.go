@@ -86,6 +86,12 @@ func TestValidateUsesSource(t *testing.T) {
 	err := manifest.Validate(r)
 	assert.EqualError(t, err, `a.yaml:7: kind: kind "vm" is not a valid kind (letters and digits, starting with an upper-case letter)`)
 
+	// Problems at the same source line are all reported.
+	r = validVM()
+	r.Source = manifest.Source{File: "a.yaml", Line: 7}
+	r.Spec["a"], r.Spec["b"] = math.NaN(), math.NaN()
+	assert.Len(t, manifest.Errors(manifest.Validate(r)), 2)
+
 	assert.ErrorIs(t, manifest.Validate(nil), errcode.Invalid)
 }
 

@@ -274,7 +274,9 @@ func TestHash(t *testing.T) {
 			func(m map[string]any) { m["status"].(map[string]any)["ip"] = "10.0.0.6" },
 			func(m map[string]any) { m["spec"].(map[string]any)["grid"] = []any{[]any{int64(2), int64(1)}} },
 			func(m map[string]any) { m["spec"].(map[string]any)["grid"] = []any{int64(1), int64(2)} },
-			func(m map[string]any) { m["spec"].(map[string]any)["grid"] = map[string]any{"0": []any{int64(1), int64(2)}} },
+			func(m map[string]any) {
+				m["spec"].(map[string]any)["grid"] = map[string]any{"0": []any{int64(1), int64(2)}}
+			},
 		}
 		seen := map[string]bool{h: true}
 		for i, change := range changes {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
 )
 
 // CheckArgs checks action arguments against the spec and returns them with
@@ -49,6 +51,10 @@ func (s ActionSpec) CheckArgs(args map[string]any) (map[string]any, error) {
 
 func convertArg(t ArgType, v any) (any, error) {
 	s, isString := v.(string)
+	if isString && t != ArgString {
+		s = strings.TrimSpace(s)
+		v = s
+	}
 	switch t {
 	case ArgString:
 		if !isString {
@@ -56,17 +62,21 @@ func convertArg(t ArgType, v any) (any, error) {
 		}
 		return s, nil
 	case ArgInt:
-		switch x := v.(type) {
-		case int:
-			return int64(x), nil
-		case int64:
-			return x, nil
-		case string:
-			n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+		if isString {
+			n, err := strconv.ParseInt(s, 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("%q is not an integer", x)
+				return nil, fmt.Errorf("%q is not an integer", s)
 			}
 			return n, nil
+		}
+		// Any Go integer, or a whole float (a default that went through JSON).
+		switch x := normalizeNumber(v).(type) {
+		case int64:
+			return x, nil
+		case float64:
+			if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+				return int64(x), nil
+			}
 		}
 		return nil, fmt.Errorf("want an integer, got %T", v)
 	case ArgBool:
@@ -95,6 +105,19 @@ func convertArg(t ArgType, v any) (any, error) {
 		return nil, fmt.Errorf("want a duration, got %T", v)
 	}
 	return nil, fmt.Errorf("unknown argument type %q", t)
+}
+
+// normalizeNumber converts any Go number to int64 or float64, and leaves
+// anything else as it is.
+func normalizeNumber(v any) any {
+	switch v.(type) {
+	case string, bool, nil:
+		return v
+	}
+	if n, err := manifest.Normalize(v); err == nil {
+		return n
+	}
+	return v
 }
 
 // FindAction returns the provider's action with the given name for kind. A

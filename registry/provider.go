@@ -165,6 +165,9 @@ const (
 )
 
 // ArgSpec describes one action argument; a CLI renders it as a flag.
+// Default is typed like the values (an integer, a bool, a string), except
+// that a duration default should be a string such as "30s" so that it
+// survives a JSON round trip (a bare number is rejected as ambiguous).
 type ArgSpec struct {
 	Name     string  `json:"name"`
 	Short    string  `json:"short,omitempty"` // one-letter flag alias

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -41,7 +42,7 @@ func (r *Registry) Register(ps ...Provider) error {
 	defer r.mu.Unlock()
 	seen := map[string]bool{}
 	for _, p := range ps {
-		if p == nil {
+		if p == nil || isNilPointer(p) {
 			return errcode.New(errcode.Invalid, "registry: nil provider")
 		}
 		name := p.Name()
@@ -55,7 +56,12 @@ func (r *Registry) Register(ps ...Provider) error {
 		case len(p.Kinds()) == 0:
 			return errcode.New(errcode.Invalid, fmt.Sprintf("registry: provider %q serves no kinds", name))
 		}
+		kinds := map[string]bool{}
 		for _, k := range p.Kinds() {
+			if kinds[k.Kind] {
+				return errcode.New(errcode.Invalid, fmt.Sprintf("registry: provider %q lists kind %q twice", name, k.Kind))
+			}
+			kinds[k.Kind] = true
 			if err := (manifest.ID{APIVersion: name + manifest.APIGroupSuffix + "/v1", Kind: k.Kind, Name: "x"}).Validate(); err != nil {
 				return errcode.Wrap(errcode.Invalid, fmt.Sprintf("registry: provider %q", name), err)
 			}
@@ -173,6 +179,9 @@ func (r *Registry) Kinds() []KindRef {
 // two providers share is an Invalid error asking for the qualified form.
 func (r *Registry) ResolveKind(name string) (KindRef, error) {
 	want, provider, _ := strings.Cut(strings.ToLower(name), ".")
+	if want == "" {
+		return KindRef{}, errcode.New(errcode.Invalid, fmt.Sprintf("registry: unknown kind %q", name))
+	}
 	var matches []KindRef
 	for _, k := range r.Kinds() {
 		if provider != "" && k.Provider != provider {
@@ -235,6 +244,15 @@ func (r *Registry) Close() error {
 	return errors.Join(errs...)
 }
 
+func isNilPointer(p Provider) bool {
+	v := reflect.ValueOf(p)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
 // UnknownGroupError reports an apiVersion group no provider serves. It
 // matches errcode.Invalid.
 type UnknownGroupError struct {
@@ -252,3 +270,6 @@ func (e *UnknownGroupError) Error() string {
 
 // Is reports true for errcode.Invalid.
 func (e *UnknownGroupError) Is(target error) bool { return target == errcode.Invalid }
+
+// Unwrap returns errcode.Invalid, so errcode.Of classifies the error.
+func (e *UnknownGroupError) Unwrap() error { return errcode.Invalid }

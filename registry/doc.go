@@ -1,0 +1,122 @@
+// Package registry defines the contract between the openctl engine and its
+// providers, and the [Registry] that routes resources to them.
+//
+//	var reg registry.Registry // the zero value is ready to use
+//	if err := reg.Register(proxmox.New(cfg), k3s.New(k3sCfg)); err != nil {
+//		return err // an Invalid error: bad or duplicate name, no kinds, ...
+//	}
+//	defer reg.Close()
+//
+//	id := manifest.ID{APIVersion: "proxmox.openctl.io/v1", Kind: "VirtualMachine", Name: "web-01"}
+//	vm, err := reg.Get(ctx, id) // routed to the provider named "proxmox"
+//	if errors.Is(err, errcode.NotFound) {
+//		// not created yet
+//	}
+//
+// # The Provider contract
+//
+// A [Provider] has five methods: Name, Kinds, Get, Apply and Delete. Name
+// is a DNS-1123 label and names the apiVersion group the provider serves
+// (<name>.openctl.io); Kinds lists the kinds it serves. Get, Apply and
+// Delete take a context.Context first and must honour its cancellation.
+// Apply is idempotent and never sees a $ref marker; Delete of a missing
+// resource is not an error. A provider must be safe for concurrent use:
+// the engine applies independent resources in parallel.
+//
+// A provider works on its own, with no registry at all: it is an ordinary
+// Go value built by its package's New(cfg).
+//
+// # Optional interfaces
+//
+// Further abilities are separate, small interfaces that the engine finds
+// by type assertion; new abilities arrive as new interfaces, never as new
+// methods on Provider:
+//
+//   - [Lister]: enumerate the resources of a kind (CLI "get" without a
+//     name, [Registry.List]).
+//   - [Validator]: check a manifest beyond decoding, before anything is
+//     applied.
+//   - [Planner]: expand a composite resource into child manifests; required
+//     for every kind marked [Kind].Composite.
+//   - [Differ]: say whether a change is made in place or needs a replace.
+//   - [ReadyChecker]: report when a resource that Apply left starting has
+//     become usable; the engine polls it with backoff.
+//   - [Actioner]: offer named operations (start, stop, logs) that a CLI
+//     turns into subcommands; see [FindAction] and [ActionSpec.CheckArgs].
+//   - io.Closer: release connections; [Registry.Close] calls it.
+//
+// A good provider implements Lister and Validator: listing makes it
+// browsable and validation reports mistakes before anything changes. It
+// implements Differ when some fields cannot change in place, ReadyChecker
+// when its resources become usable after Apply returns, Planner for its
+// composite kinds, and io.Closer when it holds connections.
+//
+// Assert the interfaces a provider means to implement at compile time,
+// next to its type:
+//
+//	var (
+//		_ registry.Provider  = (*Cluster)(nil)
+//		_ registry.Planner   = (*Cluster)(nil)
+//		_ registry.Validator = (*Cluster)(nil)
+//	)
+//
+// # Errors
+//
+// Errors carry a code from package errcode and are checked with errors.Is:
+// Get of a missing resource returns an error matching errcode.NotFound
+// (for example fmt.Errorf("proxmox: vm %q: %w", name, errcode.NotFound)),
+// temporary failures match errcode.Transient so that the engine retries
+// them, and a bad manifest matches errcode.Invalid, naming the field.
+//
+//	if errors.Is(err, errcode.NotFound) { ... }
+//
+// Errors from this package start with "registry:". Every routing failure
+// matches errcode.Invalid: a malformed apiVersion, a kind or version the
+// provider does not serve (listing what it does serve), and an unknown
+// group, reported as an *[UnknownGroupError] listing the registered
+// groups.
+//
+// # The Registry
+//
+// A [Registry] routes by the group of a resource's apiVersion:
+// "proxmox.openctl.io/v1" goes to the provider named "proxmox", which must
+// serve the kind and, if its [Kind].Versions is not empty, the version.
+// Its zero value is an empty registry ready to use, and it is safe for
+// concurrent use. [Registry.Register] is atomic: when it fails, none of the
+// providers passed are registered.
+//
+// A Registry implements refs.Getter, so the engine resolves $ref markers
+// through it: a k3s node referring to a Proxmox VM's status.ip is fetched
+// from the proxmox provider without either provider knowing about the
+// other. [Registry.ResolveKind] maps the names a CLI accepts ("vm",
+// "virtualmachines", "vm.proxmox") to a kind.
+//
+// # Lifecycle
+//
+// A provider goes through these steps:
+//
+//  1. New: its package's constructor decodes and checks its configuration.
+//  2. Register: the provider is added to a Registry (openctl.WithProviders
+//     does this for the engine).
+//  3. Validate: every manifest is routed with [Registry.Lookup] and checked
+//     by the provider's Validator, before anything is applied.
+//  4. Plan, Apply, Delete: composites are planned, then resources are
+//     applied or deleted in dependency order, in parallel.
+//  5. Close: [Registry.Close] closes every provider that implements
+//     io.Closer.
+//
+// # Progress
+//
+// Long operations report the step they are in with [ReportStep]
+// ("cloning", "waiting for guest agent"). The engine installs a reporter
+// per resource with [WithStepReporter]; without one ReportStep does
+// nothing, so providers call it unconditionally.
+//
+// # Testing providers
+//
+// Package registry/providertest holds the conformance kit every provider
+// runs, providertest.RunConformance, which checks the contract above (typed
+// NotFound, idempotent Apply, Delete of a missing resource, List, concurrent
+// Applies), and providertest.Fake, an in-memory provider for tests of code
+// built on the engine.
+package registry
