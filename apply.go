@@ -31,6 +31,11 @@ import (
 // provider's Apply (retrying transient errors), waits for readiness when
 // the provider reports it, and records the result.
 //
+// A composite whose Plan no longer produces a child it produced before
+// (scaled down) has that child deleted — in reverse dependency order, before
+// the composite itself is applied; such deletes appear in the report with
+// OutcomeDeleted.
+//
 // A failure skips only the resources that depend on the failed one. The
 // report has one Result per resource; the error is the failures joined
 // (nil when everything succeeded).
@@ -44,7 +49,10 @@ func (e *Engine) Apply(ctx context.Context, resources ...*manifest.Resource) (*R
 		return nil, err
 	}
 	defer unlock()
-	return e.run(ctx, "apply", s, s.g, e.applyOne)
+	if err := e.addPrunes(ctx, s); err != nil {
+		return nil, err
+	}
+	return e.run(ctx, s)
 }
 
 func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {

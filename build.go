@@ -26,6 +26,15 @@ type node struct {
 	children []manifest.ID // sorted
 	deps     []manifest.ID // every $ref target, sorted
 	refused  error         // set when the node must fail without running
+	del      bool          // delete the resource instead of applying it
+}
+
+// op names what the operation does to n: "apply" or "delete".
+func (n *node) op() string {
+	if n.del {
+		return "delete"
+	}
+	return "apply"
 }
 
 // set is the resources of one operation and their dependency graph.
@@ -158,4 +167,85 @@ func at(r *manifest.Resource) string {
 		return " (" + s + ")"
 	}
 	return ""
+}
+
+// addPrunes adds, for every composite in s that state says had children
+// its Plan no longer produces (a cluster scaled down), delete nodes for
+// those children — with their own children, in reverse dependency order —
+// that run before the composite itself is applied. A resource in s that
+// still refers to a pruned one is an Invalid error.
+func (e *Engine) addPrunes(ctx context.Context, s *set) error {
+	applied := slices.Sorted(maps.Keys(s.nodes))
+	pruned := false
+	for _, k := range applied {
+		n := s.nodes[k]
+		if !n.kind.Composite {
+			continue
+		}
+		rec, err := e.store.Get(ctx, n.id)
+		if errcode.Is(err, errcode.NotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, c := range rec.Children {
+			if s.node(c) != nil {
+				continue // still planned, or applied on its own now
+			}
+			before := len(s.nodes)
+			if err := e.addForDelete(ctx, s, c, &n.id, 0); err != nil {
+				return err
+			}
+			pruned = pruned || len(s.nodes) > before
+		}
+	}
+	if !pruned {
+		return nil
+	}
+	var del []string
+	for k, n := range s.nodes {
+		if n.del {
+			del = append(del, k)
+		}
+	}
+	slices.Sort(del)
+	addDeleteEdges(s, del)
+	var errs []error
+	for _, k := range applied {
+		n := s.nodes[k]
+		for _, d := range n.deps {
+			if dn := s.node(d); dn != nil && dn.del {
+				errs = append(errs, errcode.New(errcode.Invalid, fmt.Sprintf("openctl: %s%s refers to %s, which %s no longer plans", n.id.Short(), at(n.res), d.Short(), dn.owner.Short())))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if err := s.g.Validate(); err != nil {
+		return fmt.Errorf("openctl: cannot order the deletes: %w", err)
+	}
+	return nil
+}
+
+// addDeleteEdges adds the delete nodes keys to s's graph with delete
+// ordering: a resource before the resources its $refs point at, children
+// before their owner.
+func addDeleteEdges(s *set, keys []string) {
+	for _, k := range keys {
+		n := s.nodes[k]
+		s.g.AddNode(k)
+		for _, d := range n.deps {
+			if dn := s.node(d); dn != nil && dn.del {
+				s.g.AddEdge(k, d.String()) // delete the dependent first
+			}
+		}
+		for _, c := range n.children {
+			s.g.AddEdge(c.String(), k) // children before their owner
+		}
+		if n.owner != nil && s.node(*n.owner) != nil && !s.node(*n.owner).del {
+			s.g.AddEdge(k, n.owner.String()) // gone before the owner is applied again
+		}
+	}
 }

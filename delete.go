@@ -59,22 +59,11 @@ func (e *Engine) Delete(ctx context.Context, ids ...manifest.ID) (*Report, error
 			return nil, err
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(s.nodes)) {
-		n := s.nodes[k]
-		s.g.AddNode(k)
-		for _, d := range n.deps {
-			if s.node(d) != nil {
-				s.g.AddEdge(k, d.String()) // delete the dependent first
-			}
-		}
-		for _, c := range n.children {
-			s.g.AddEdge(c.String(), k) // children before their owner
-		}
-	}
+	addDeleteEdges(s, slices.Sorted(maps.Keys(s.nodes)))
 	if err := s.g.Validate(); err != nil {
 		return nil, fmt.Errorf("openctl: cannot order the deletes: %w", err)
 	}
-	return e.run(ctx, "delete", s, s.g, e.deleteOne)
+	return e.run(ctx, s)
 }
 
 // addForDelete adds id, and the children its record (or, without one, its
@@ -87,7 +76,7 @@ func (e *Engine) addForDelete(ctx context.Context, s *set, id manifest.ID, owner
 	if err != nil {
 		return fmt.Errorf("openctl: delete %s: %w", id.Short(), err)
 	}
-	n := &node{id: id, key: id.String(), prov: p, kind: kind, owner: owner}
+	n := &node{id: id, key: id.String(), prov: p, kind: kind, owner: owner, del: true}
 	s.nodes[n.key] = n
 	rec, err := e.store.Get(ctx, id)
 	switch {

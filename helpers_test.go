@@ -75,7 +75,9 @@ func thing(name string, spec map[string]any) *manifest.Resource {
 	return &manifest.Resource{APIVersion: testAV, Kind: "Thing", Metadata: manifest.Metadata{Name: name}, Spec: spec}
 }
 
-func thingID(name string) manifest.ID { return manifest.ID{APIVersion: testAV, Kind: "Thing", Name: name} }
+func thingID(name string) manifest.ID {
+	return manifest.ID{APIVersion: testAV, Kind: "Thing", Name: name}
+}
 
 func ref(name, field string) map[string]any { return refs.Marker(thingID(name), field) }
 

@@ -507,3 +507,46 @@ func TestNewOptions(t *testing.T) {
 	assert.Empty(t, e.Registry().Names())
 	var _ registry.Provider = newTestProvider()
 }
+
+func TestCompositeScaleDownPrunesChildren(t *testing.T) {
+	ctx := t.Context()
+	p := newTestProvider()
+	st := state.NewMemory()
+	e := newEngine(t, p, openctl.WithStore(st))
+	group := &manifest.Resource{APIVersion: testAV, Kind: "Group", Metadata: manifest.Metadata{Name: "g"}, Spec: map[string]any{"count": int64(4)}}
+	_, err := e.Apply(ctx, group)
+	require.NoError(t, err)
+
+	group.Spec["count"] = int64(2)
+	plan, err := e.Plan(ctx, group)
+	require.NoError(t, err)
+	for _, name := range []string{"g-2", "g-3"} {
+		ch, ok := plan.Change(thingID(name))
+		require.True(t, ok, name)
+		assert.Equal(t, openctl.ActionDelete, ch.Action)
+		assert.Equal(t, []string{"no longer planned by Group/g"}, ch.Reasons)
+	}
+	ch, _ := plan.Change(thingID("g-1"))
+	assert.Equal(t, openctl.ActionNoOp, ch.Action)
+
+	before := len(p.Log())
+	rep, err := e.Apply(ctx, group)
+	require.NoError(t, err)
+	assert.Equal(t, 2, rep.Count(openctl.OutcomeDeleted))
+	log := p.Log()[before:]
+	assert.ElementsMatch(t, []string{"delete Thing/g-2", "delete Thing/g-3", "apply Group/g"}, log)
+	assert.Equal(t, "apply Group/g", log[2], "the scaled-down children go before the owner is applied")
+	_, err = p.Get(ctx, thingID("g-3"))
+	assert.True(t, errors.Is(err, errcode.NotFound))
+	rec, err := st.Get(ctx, manifest.ID{APIVersion: testAV, Kind: "Group", Name: "g"})
+	require.NoError(t, err)
+	assert.Equal(t, []manifest.ID{thingID("g-0"), thingID("g-1")}, rec.Children)
+	_, err = st.Get(ctx, thingID("g-2"))
+	assert.True(t, errors.Is(err, errcode.NotFound), "the pruned child is forgotten")
+
+	// A resource that still refers to a pruned child is refused.
+	group.Spec["count"] = int64(1)
+	_, err = e.Apply(ctx, group, thing("user", map[string]any{"x": ref("g-1", "status.ip")}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "refers to Thing/g-1, which Group/g no longer plans")
+}

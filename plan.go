@@ -22,6 +22,8 @@ const (
 	ActionUpdate  Action = "update"
 	ActionReplace Action = "replace"
 	ActionNoOp    Action = "no-op"
+	// ActionDelete: a composite's child that its Plan no longer produces.
+	ActionDelete Action = "delete"
 )
 
 // Change is the plan for one resource.
@@ -94,6 +96,9 @@ func (e *Engine) Plan(ctx context.Context, resources ...*manifest.Resource) (*Pl
 	if err != nil {
 		return nil, err
 	}
+	if err := e.addPrunes(ctx, s); err != nil {
+		return nil, err
+	}
 	order, err := s.g.Sort()
 	if err != nil {
 		return nil, err
@@ -125,6 +130,11 @@ func (e *Engine) Plan(ctx context.Context, resources ...*manifest.Resource) (*Pl
 
 func (e *Engine) planOne(ctx context.Context, n *node, plan *Plan) (Change, error) {
 	c := Change{ID: n.id, DependsOn: n.deps, Owner: n.owner, Source: n.res.Source}
+	if n.del {
+		c.Action = ActionDelete
+		c.Reasons = append(c.Reasons, "no longer planned by "+n.owner.Short())
+		return c, nil
+	}
 	rec, err := e.store.Get(ctx, n.id)
 	if err != nil && !errcode.Is(err, errcode.NotFound) {
 		return c, err

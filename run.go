@@ -17,9 +17,10 @@ type progress struct {
 	attempts int
 }
 
-// run executes fn for every node of s over g (s.g or its reverse) and
-// collects one Result per node, in execution order.
-func (e *Engine) run(ctx context.Context, op string, s *set, g *graph.Graph[string], fn func(ctx context.Context, n *node, p *progress) error) (*Report, error) {
+// run works through s's graph — applying or deleting each node as it says —
+// and collects one Result per node, in execution order.
+func (e *Engine) run(ctx context.Context, s *set) (*Report, error) {
+	g := s.g
 	start := time.Now()
 	prog := make(map[string]*progress, len(s.nodes))
 	for k := range s.nodes {
@@ -27,7 +28,7 @@ func (e *Engine) run(ctx context.Context, op string, s *set, g *graph.Graph[stri
 	}
 	onEvent := func(ev graph.Event[string]) {
 		n := s.nodes[ev.Node]
-		out := Event{Time: ev.Time, ID: n.id, Op: op, Elapsed: ev.Duration}
+		out := Event{Time: ev.Time, ID: n.id, Op: n.op(), Elapsed: ev.Duration}
 		switch ev.Type {
 		case graph.EventStarted:
 			out.Type = EventStarted
@@ -36,7 +37,7 @@ func (e *Engine) run(ctx context.Context, op string, s *set, g *graph.Graph[stri
 		case graph.EventFailed:
 			out.Type, out.Outcome, out.Err = EventFailed, OutcomeFailed, ev.Err
 		case graph.EventSkipped:
-			out.Type, out.Outcome, out.Err = EventSkipped, OutcomeSkipped, e.skipError(s, op, n, ev.Cause, ev.Err)
+			out.Type, out.Outcome, out.Err = EventSkipped, OutcomeSkipped, e.skipError(s, n, ev.Cause, ev.Err)
 		default:
 			return
 		}
@@ -45,10 +46,13 @@ func (e *Engine) run(ctx context.Context, op string, s *set, g *graph.Graph[stri
 	results, err := g.Run(ctx, graph.RunOptions[string]{Concurrency: e.concurrency, OnEvent: onEvent},
 		func(ctx context.Context, key string) error {
 			n := s.nodes[key]
-			if n.refused != nil {
+			switch {
+			case n.refused != nil:
 				return n.refused
+			case n.del:
+				return e.deleteOne(ctx, n, prog[key])
 			}
-			return fn(ctx, n, prog[key])
+			return e.applyOne(ctx, n, prog[key])
 		})
 	if results == nil {
 		return nil, err
@@ -72,7 +76,7 @@ func (e *Engine) run(ctx context.Context, op string, s *set, g *graph.Graph[stri
 			if errors.As(r.Err, &se) {
 				cause = se.Cause
 			}
-			res.Outcome, res.Err = OutcomeSkipped, e.skipError(s, op, n, cause, r.Err)
+			res.Outcome, res.Err = OutcomeSkipped, e.skipError(s, n, cause, r.Err)
 		}
 		rep.Results = append(rep.Results, res)
 	}
@@ -82,11 +86,11 @@ func (e *Engine) run(ctx context.Context, op string, s *set, g *graph.Graph[stri
 
 // skipError explains why a node was skipped, naming the dependency that
 // failed (cause, a graph key) or the cancellation.
-func (e *Engine) skipError(s *set, op string, n *node, cause string, err error) error {
+func (e *Engine) skipError(s *set, n *node, cause string, err error) error {
 	if c := s.nodes[cause]; c != nil {
-		return &SkippedError{ID: n.id, Op: op, Cause: c.id, Err: err}
+		return &SkippedError{ID: n.id, Op: n.op(), Cause: c.id, Err: err}
 	}
-	return &SkippedError{ID: n.id, Op: op, Err: err}
+	return &SkippedError{ID: n.id, Op: n.op(), Err: err}
 }
 
 // SkippedError reports a resource that was not worked on because a

@@ -1,6 +1,6 @@
 module github.com/openctl/openctl/bench
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/openctl/openctl v0.0.0

@@ -26,7 +26,7 @@ func reportPerNode(b *testing.B, nodes int) {
 func BenchmarkGraphRun(b *testing.B) {
 	g := graphtest.Random(benchNodes, benchEdges, benchSeed)
 	nop := func(context.Context, int) error { return nil }
-	for _, limit := range []int{4, 16} {
+	for _, limit := range []int{1, 2, 4, 16} {
 		b.Run(fmt.Sprint("concurrency=", limit), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -221,11 +221,11 @@ func (g *Graph[K]) Validate() error {
 func (g *Graph[K]) Sort() ([]K, error) {
 	n := len(g.keys)
 	waiting := make([]int, n)
-	ready := queue{before: func(a, b int) bool { return cmp.Less(g.keys[a], g.keys[b]) }}
+	var ready queue[K]
 	for v := range n {
 		waiting[v] = len(g.in[v])
 		if waiting[v] == 0 {
-			ready.items = append(ready.items, v)
+			ready.items = append(ready.items, entry[K]{key: g.keys[v], node: v})
 		}
 	}
 	ready.init()
@@ -236,7 +236,7 @@ func (g *Graph[K]) Sort() ([]K, error) {
 		for _, w := range g.out[v] {
 			waiting[w]--
 			if waiting[w] == 0 {
-				ready.push(w)
+				ready.push(entry[K]{key: g.keys[w], node: w})
 			}
 		}
 	}

@@ -1,31 +1,58 @@
 package graph
 
-// queue is a binary heap of node indexes: pop returns the node that comes
-// before every other one according to before. Taking the ordering as a
-// function lets Sort (smallest key first) and Run (greatest height first)
-// share one heap.
-type queue struct {
-	items  []int
-	before func(a, b int) bool
+import "cmp"
+
+// entry is a node in a queue. Entries are ordered by prio, smallest first,
+// then by key, smallest first. The key is copied in so that comparisons
+// touch only the heap's own memory.
+type entry[K cmp.Ordered] struct {
+	prio int
+	key  K
+	node int
 }
 
-func (q *queue) len() int { return len(q.items) }
+func (a *entry[K]) before(b *entry[K]) bool {
+	if a.prio != b.prio {
+		return a.prio < b.prio
+	}
+	return cmp.Less(a.key, b.key)
+}
+
+// queue is a binary min-heap of entries: Sort's ready nodes (all with prio
+// 0, so smallest key first) and Run's (prio is minus the height, so the
+// greatest height first).
+type queue[K cmp.Ordered] struct {
+	items []entry[K]
+}
+
+func (q *queue[K]) len() int { return len(q.items) }
 
 // init establishes the heap order over items appended directly.
-func (q *queue) init() {
+func (q *queue[K]) init() {
 	for i := len(q.items)/2 - 1; i >= 0; i-- {
 		q.down(i)
 	}
 }
 
-func (q *queue) push(v int) {
-	q.items = append(q.items, v)
-	q.up(len(q.items) - 1)
+func (q *queue[K]) push(e entry[K]) {
+	q.items = append(q.items, e)
+	items := q.items
+	i := len(items) - 1
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !e.before(&items[parent]) {
+			break
+		}
+		items[i] = items[parent]
+		i = parent
+	}
+	items[i] = e
 }
 
-// pop removes and returns the first node. The queue must not be empty.
-func (q *queue) pop() int {
-	top := q.items[0]
+// pop removes the first entry and returns its node. The queue must not be
+// empty.
+func (q *queue[K]) pop() int {
+	top := q.items[0].node
 	last := len(q.items) - 1
 	q.items[0] = q.items[last]
 	q.items = q.items[:last]
@@ -35,37 +62,23 @@ func (q *queue) pop() int {
 	return top
 }
 
-func (q *queue) up(i int) {
-	items := q.items
-	v := items[i]
-	for i > 0 {
-		parent := (i - 1) / 2
-		if !q.before(v, items[parent]) {
-			break
-		}
-		items[i] = items[parent]
-		i = parent
-	}
-	items[i] = v
-}
-
-func (q *queue) down(i int) {
+func (q *queue[K]) down(i int) {
 	items := q.items
 	n := len(items)
-	v := items[i]
+	e := items[i]
 	for {
 		child := 2*i + 1
 		if child >= n {
 			break
 		}
-		if right := child + 1; right < n && q.before(items[right], items[child]) {
+		if right := child + 1; right < n && items[right].before(&items[child]) {
 			child = right
 		}
-		if !q.before(items[child], v) {
+		if !items[child].before(&e) {
 			break
 		}
 		items[i] = items[child]
 		i = child
 	}
-	items[i] = v
+	items[i] = e
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -131,11 +132,12 @@ type RunOptions[K cmp.Ordered] struct {
 	// Concurrency is the most function calls in flight at once; 0 or less
 	// means 1.
 	Concurrency int
-	// OnEvent, if not nil, receives progress events. Calls are serialised:
-	// OnEvent is never called from two goroutines at once, and never
-	// after Run returns. EventStarted for a node is delivered before its
-	// function is called. Run does not start more work while OnEvent
-	// runs, so it should be quick and must not call back into Run.
+	// OnEvent, if not nil, receives progress events. Calls are
+	// serialised: OnEvent is never called from two goroutines at once,
+	// and never after Run returns. EventStarted for a node is delivered
+	// before its function is called. OnEvent runs while Run's scheduler
+	// is locked, so it should be quick and must not wait for a node's
+	// function to do anything.
 	OnEvent func(Event[K])
 }
 
@@ -149,9 +151,11 @@ type RunOptions[K cmp.Ordered] struct {
 // When fn fails for a node (returns an error, panics or calls
 // runtime.Goexit), every node that depends on it, directly or transitively,
 // is skipped with a *SkipError; other nodes keep running. A panic is
-// recovered as a *PanicError. When ctx is cancelled, the nodes that have not
-// started are skipped and Run returns once the calls in flight have
-// returned. Run leaves no goroutine behind.
+// recovered as a *PanicError. Once ctx is done, Run starts nothing more:
+// the nodes that have not started are skipped with an error wrapping
+// ctx.Err() (Run notices before starting a node and whenever a call
+// returns), and Run returns once the calls in flight have returned. Run
+// leaves no goroutine behind.
 //
 // The map has exactly one Result for every node. The error is nil if every
 // node succeeded, and otherwise errors.Join of the failed nodes' errors, in
@@ -177,10 +181,10 @@ func (g *Graph[K]) Run(ctx context.Context, opts RunOptions[K], fn func(ctx cont
 type phase uint8
 
 const (
-	idle    phase = iota // waiting for dependencies
-	ready                // in the ready queue
-	running              // fn called
-	done                 // has its Result
+	phaseWaiting phase = iota // waiting for dependencies
+	phaseReady                // in the ready queue
+	phaseRunning              // fn called
+	phaseDone                 // has its Result
 )
 
 // outcome is how one call of fn went.
@@ -210,7 +214,7 @@ type runner[K cmp.Ordered] struct {
 	waiting  []int      // dependencies not yet succeeded
 	phase    []phase
 	res      []Result[K]
-	ready    queue
+	ready    queue[K]
 	left     int   // nodes without a Result
 	inflight int   // fn calls not yet recorded
 	idle     int   // workers waiting on wake
@@ -243,22 +247,22 @@ func newRunner[K cmp.Ordered](g *Graph[K], opts RunOptions[K], fn func(context.C
 		}
 		r.height[v] = h + 1
 	}
-	r.ready.before = func(a, b int) bool {
-		if r.height[a] != r.height[b] {
-			return r.height[a] > r.height[b]
-		}
-		return cmp.Less(g.keys[a], g.keys[b])
-	}
 	for v := range n {
 		r.res[v].Node = g.keys[v]
 		r.waiting[v] = len(g.in[v])
 		if r.waiting[v] == 0 {
-			r.phase[v] = ready
-			r.ready.items = append(r.ready.items, v)
+			r.phase[v] = phaseReady
+			r.ready.items = append(r.ready.items, r.entry(v))
 		}
 	}
 	r.ready.init()
 	return r
+}
+
+// entry returns v's entry in the ready queue: greatest height first, then
+// smallest key.
+func (r *runner[K]) entry(v int) entry[K] {
+	return entry[K]{prio: -r.height[v], key: r.g.keys[v], node: v}
 }
 
 // run starts the workers and returns once they have all returned, which
@@ -312,7 +316,7 @@ func (r *runner[K]) next(ctx context.Context) (int, bool) {
 	if r.ready.len() > 0 && r.idle > 0 {
 		r.wake.Signal() // that worker signals the next one if there is still more
 	}
-	r.phase[v] = running
+	r.phase[v] = phaseRunning
 	r.inflight++
 	if r.onEvent != nil {
 		r.onEvent(Event[K]{Type: EventStarted, Node: r.g.keys[v], Time: time.Now()})
@@ -357,24 +361,25 @@ func (r *runner[K]) finish(ctx context.Context, v int, o outcome) {
 	r.checkDone(ctx)
 	r.inflight--
 	r.left--
-	r.phase[v] = done
+	r.phase[v] = phaseDone
 	res := &r.res[v]
 	res.Start, res.Duration, res.Err = o.start, o.dur, o.err
-	ev := Event[K]{Node: res.Node, Time: o.start.Add(o.dur), Duration: o.dur, Err: o.err}
 	if o.err != nil {
-		res.Status, ev.Type = Failed, EventFailed
+		res.Status = Failed
 		r.failed = append(r.failed, v)
-		r.emit(ev)
+		r.emit(Event[K]{Type: EventFailed, Node: res.Node, Time: o.start.Add(o.dur), Duration: o.dur, Err: o.err})
 		r.skipDependents(v, o.err)
 		return
 	}
-	res.Status, ev.Type = Succeeded, EventSucceeded
-	r.emit(ev)
+	res.Status = Succeeded
+	if r.onEvent != nil {
+		r.onEvent(Event[K]{Type: EventSucceeded, Node: res.Node, Time: o.start.Add(o.dur), Duration: o.dur})
+	}
 	for _, w := range r.g.out[v] {
-		r.waiting[w]--
-		if r.waiting[w] == 0 && r.phase[w] == idle {
-			r.phase[w] = ready
-			r.ready.push(w)
+		// A skipped node's count is far below zero, so it never gets here.
+		if r.waiting[w]--; r.waiting[w] == 0 {
+			r.phase[w] = phaseReady
+			r.ready.push(r.entry(w))
 		}
 	}
 }
@@ -388,7 +393,7 @@ func (r *runner[K]) skipDependents(v int, err error) {
 	queue := append(r.scratch[:0], v)
 	for i := 0; i < len(queue); i++ {
 		for _, w := range r.g.out[queue[i]] {
-			if r.phase[w] == done {
+			if r.phase[w] == phaseDone {
 				continue
 			}
 			// w has a failed dependency, so it never became ready.
@@ -418,7 +423,7 @@ func (r *runner[K]) stop(ctxErr error) {
 	var zero K
 	now := time.Now()
 	for _, v := range r.order {
-		if p := r.phase[v]; p == idle || p == ready {
+		if p := r.phase[v]; p == phaseWaiting || p == phaseReady {
 			r.canceled = true
 			r.skip(v, fmt.Errorf("graph: skipped %v: %w", r.g.keys[v], ctxErr), zero, now)
 		}
@@ -427,7 +432,8 @@ func (r *runner[K]) stop(ctxErr error) {
 }
 
 func (r *runner[K]) skip(v int, err error, cause K, now time.Time) {
-	r.phase[v] = done
+	r.phase[v] = phaseDone
+	r.waiting[v] = math.MinInt32 // never reaches zero
 	r.left--
 	res := &r.res[v]
 	res.Status, res.Err = Skipped, err

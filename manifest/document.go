@@ -19,7 +19,7 @@ func (c *converter) document(root *yaml.Node, index int) *Resource {
 	}
 	line, _ := c.pos(root)
 	r := &Resource{Source: Source{File: c.file, Line: line, Index: index}}
-	d := docState{c: c, r: r, root: root, where: map[string]*yaml.Node{}}
+	d := docState{c: c, r: r, where: map[string]*yaml.Node{}}
 	for _, e := range c.entries(root, "") {
 		switch e.key {
 		case "apiVersion":
@@ -61,9 +61,8 @@ func (c *converter) document(root *yaml.Node, index int) *Resource {
 
 // docState is the state of decoding one document's fixed fields.
 type docState struct {
-	c    *converter
-	r    *Resource
-	root *yaml.Node
+	c *converter
+	r *Resource
 	// where maps the fields found with the right type to the node to blame
 	// for a semantic problem with them; a field found with the wrong type
 	// maps to nil.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -171,9 +173,9 @@ func EncodeJSON(w io.Writer, rs ...*Resource) error {
 		for _, f := range o[3:] {
 			switch f.key {
 			case "spec":
-				j.Spec = f.value
+				j.Spec = exactJSON(f.value)
 			case "status":
-				j.Status = f.value
+				j.Status = exactJSON(f.value)
 			}
 		}
 		out = append(out, j)
@@ -191,4 +193,31 @@ func EncodeJSON(w io.Writer, rs ...*Resource) error {
 		return fmt.Errorf("manifest: encode JSON: %w", err)
 	}
 	return nil
+}
+
+// exactJSON returns a copy of a normalised value in which every float64 that
+// encoding/json would write as an integer it does not equal exactly (an
+// integral value of 2^53 or more, written with all its digits) is written
+// in exponent form instead, so that it decodes back as the same float64
+// rather than as a different int64.
+func exactJSON(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = exactJSON(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = exactJSON(e)
+		}
+		return l
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) >= 1<<53 {
+			return json.Number(strconv.FormatFloat(x, 'e', -1, 64))
+		}
+	}
+	return v
 }

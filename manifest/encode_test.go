@@ -27,6 +27,7 @@ func sampleResources() []*manifest.Resource {
 				"ratio":   1.5,
 				"whole":   2.0,
 				"big":     1e300,
+				"bigint":  2.000000080000001e16, // integral above 2^53: JSON must keep it a float
 				"on":      true,
 				"nothing": nil,
 				"strs":    []any{"123", "true", "null", "~", "", "yes", "<<", "2001-12-14", "- x", "a: b", "#c", "*a", "&a", "!t", "'q'", "\"dq\"", " lead", "trail ", "tab\there", "\x00nul", "é😀", "\u0085nel", "\ufeffbom"},

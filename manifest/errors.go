@@ -116,6 +116,10 @@ type errorKey struct {
 }
 
 func (l *errorList) add(e *Error) {
+	if len(l.errs) >= maxKeptErrors {
+		l.dropped++
+		return
+	}
 	if e.Column > 0 {
 		k := errorKey{e.File, e.Line, e.Column, e.Msg}
 		if l.seen[k] {
@@ -125,10 +129,6 @@ func (l *errorList) add(e *Error) {
 			l.seen = map[errorKey]bool{}
 		}
 		l.seen[k] = true
-	}
-	if len(l.errs) >= maxKeptErrors {
-		l.dropped++
-		return
 	}
 	l.errs = append(l.errs, e)
 }
