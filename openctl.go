@@ -29,6 +29,7 @@ type Engine struct {
 	ready       ReadyPolicy
 	lockWait    time.Duration
 	maxDepth    int
+	pending     []registry.Provider // from WithProviders, registered by New
 
 	obsMu sync.Mutex // serialises observer calls
 }
@@ -62,13 +63,14 @@ const DefaultConcurrency = 4
 // Option configures an Engine.
 type Option func(*Engine) error
 
-// WithProviders registers providers in the engine's registry.
+// WithProviders registers providers in the engine's registry (its own, or
+// the one WithRegistry gives, whichever order the options come in).
 func WithProviders(ps ...registry.Provider) Option {
-	return func(e *Engine) error { return e.reg.Register(ps...) }
+	return func(e *Engine) error { e.pending = append(e.pending, ps...); return nil }
 }
 
 // WithRegistry makes the engine use reg (shared with the caller) instead of
-// a registry of its own. Apply it before WithProviders.
+// a registry of its own.
 func WithRegistry(reg *registry.Registry) Option {
 	return func(e *Engine) error {
 		if reg == nil {
@@ -153,6 +155,10 @@ func New(opts ...Option) (*Engine, error) {
 			return nil, err
 		}
 	}
+	if err := e.reg.Register(e.pending...); err != nil {
+		return nil, err
+	}
+	e.pending = nil
 	return e, nil
 }
 

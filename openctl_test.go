@@ -550,3 +550,17 @@ func TestCompositeScaleDownPrunesChildren(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "refers to Thing/g-1, which Group/g no longer plans")
 }
+
+func TestWithRegistryShared(t *testing.T) {
+	reg := &registry.Registry{}
+	p := newTestProvider()
+	// Option order does not matter.
+	e, err := openctl.New(openctl.WithProviders(p), openctl.WithRegistry(reg))
+	require.NoError(t, err)
+	assert.Same(t, reg, e.Registry())
+	assert.Equal(t, []string{"test"}, reg.Names())
+	_, err = openctl.New(openctl.WithRegistry(nil))
+	assert.True(t, errors.Is(err, errcode.Invalid))
+	_, err = openctl.New(openctl.WithStore(nil))
+	assert.True(t, errors.Is(err, errcode.Invalid))
+}
