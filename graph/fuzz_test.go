@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,10 +14,15 @@ import (
 	"github.com/openctl/openctl/graph"
 )
 
+var (
+	numberRE = regexp.MustCompile(`\d+`)
+	pathRE   = regexp.MustCompile(`\d+( -> \d+)+`)
+)
+
 // FuzzGraph builds a graph from pairs of bytes (edges between the nodes 0
-// to 15; a trailing odd byte is an isolated node) and checks the
-// invariants of Validate, Sort, Waves, Reverse and Run against a
-// brute-force reachability matrix.
+// to 15; a trailing odd byte is an isolated node; bytes after the 64th are
+// ignored) and checks the invariants of Validate, Sort, Waves, Reverse and
+// Run against a brute-force reachability matrix.
 func FuzzGraph(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{1})
@@ -27,6 +33,9 @@ func FuzzGraph(f *testing.F) {
 	f.Add([]byte{0, 1, 1, 0, 0, 2, 2, 0, 0, 0, 3, 4, 4, 3}) // SCC without a Hamiltonian cycle, loop inside
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const n = 16
+		if len(data) > 64 {
+			data = data[:64] // 32 edges: plenty for 16 nodes, and quick to minimise
+		}
 		g := graph.New[int]()
 		var reach [n][n]bool // reach[a][b]: a path of one edge or more from a to b
 		for i := 0; i+1 < len(data); i += 2 {
@@ -98,24 +107,15 @@ func FuzzGraph(f *testing.F) {
 		// prints follows real edges.
 		msg := ce.Error()
 		named := map[int]bool{}
-		for _, m := range regexp.MustCompile(`\d+`).FindAllString(msg, -1) {
+		for _, m := range numberRE.FindAllString(msg, -1) {
 			k, _ := strconv.Atoi(m)
 			named[k] = true
 		}
 		for v := range inCycle {
 			assert.True(t, named[v], "%q does not name %d", msg, v)
 		}
-		for _, m := range regexp.MustCompile(`(\d+) -> (\d+)`).FindAllStringSubmatch(msg, -1) {
-			a, _ := strconv.Atoi(m[1])
-			b, _ := strconv.Atoi(m[2])
-			if !g.HasEdge(a, b) {
-				// FindAll does not overlap matches; check the chain
-				// by walking it instead.
-				t.Fatalf("%q: no edge %d -> %d", msg, a, b)
-			}
-		}
-		for _, path := range regexp.MustCompile(`\d+( -> \d+)+`).FindAllString(msg, -1) {
-			steps := regexp.MustCompile(` -> `).Split(path, -1)
+		for _, path := range pathRE.FindAllString(msg, -1) {
+			steps := strings.Split(path, " -> ")
 			for i := 0; i+1 < len(steps); i++ {
 				a, _ := strconv.Atoi(steps[i])
 				b, _ := strconv.Atoi(steps[i+1])

@@ -136,8 +136,8 @@ type RunOptions[K cmp.Ordered] struct {
 	// serialised: OnEvent is never called from two goroutines at once,
 	// and never after Run returns. EventStarted for a node is delivered
 	// before its function is called. OnEvent runs while Run's scheduler
-	// is locked, so it should be quick and must not wait for a node's
-	// function to do anything.
+	// is locked, so it should be quick, must not wait for a node's
+	// function to do anything, and must not panic.
 	OnEvent func(Event[K])
 }
 
@@ -348,6 +348,8 @@ func (r *runner[K]) call(ctx context.Context, v int) (o outcome) {
 	return o
 }
 
+// emit delivers e to OnEvent, if there is one. The hot paths check
+// r.onEvent themselves so as not to build events nobody reads.
 func (r *runner[K]) emit(e Event[K]) {
 	if r.onEvent != nil {
 		r.onEvent(e)
@@ -376,7 +378,7 @@ func (r *runner[K]) finish(ctx context.Context, v int, o outcome) {
 		r.onEvent(Event[K]{Type: EventSucceeded, Node: res.Node, Time: o.start.Add(o.dur), Duration: o.dur})
 	}
 	for _, w := range r.g.out[v] {
-		// A skipped node's count is far below zero, so it never gets here.
+		// A skipped node's count is far below zero: it never reaches zero.
 		if r.waiting[w]--; r.waiting[w] == 0 {
 			r.phase[w] = phaseReady
 			r.ready.push(r.entry(w))

@@ -6,8 +6,6 @@ import (
 	"io"
 	"math"
 	"strconv"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // EncodeYAML writes the resources as a multi-document YAML stream, with
@@ -15,78 +13,49 @@ import (
 // fixed order — apiVersion, kind, metadata (name, namespace, labels,
 // annotations), spec, status — and map keys inside them are sorted, so
 // equal resources encode identically. Source is not written. The output
-// decodes back, with [DecodeBytes], to equal resources.
+// decodes back, with [DecodeBytes], to equal resources (unless it is larger
+// than decoding accepts, which values expanded from aliases can be).
 //
 // Spec and status must hold values [Normalize] accepts (a NaN or an
 // infinity, which decoding would reject, is an error); they are written in
-// normalised form.
+// normalised form. Floats are written so that they read back as floats
+// ("2.0"), strings that are not UTF-8 as !!binary.
 func EncodeYAML(w io.Writer, rs ...*Resource) error {
-	if len(rs) == 0 {
-		return nil
-	}
-	enc := yaml.NewEncoder(w)
-	enc.SetIndent(2)
-	for _, r := range rs {
-		n, err := resourceNode(r)
+	var yw yamlWriter
+	for i, r := range rs {
+		if r == nil {
+			return &Error{Msg: "cannot encode a nil resource"}
+		}
+		o, err := orderedObject(r)
 		if err != nil {
 			return err
 		}
-		if err := enc.Encode(n); err != nil {
-			return fmt.Errorf("manifest: encode %s: %w", r.ID().Short(), err)
+		yw.b.Reset()
+		if i > 0 {
+			yw.b.WriteString("---\n")
 		}
-	}
-	if err := enc.Close(); err != nil {
-		return fmt.Errorf("manifest: encode: %w", err)
+		for _, f := range o {
+			yw.key(f.key, 0)
+			if f.ordered == nil {
+				yw.after(f.value, 0, 1)
+				continue
+			}
+			yw.b.WriteByte('\n')
+			for _, g := range f.ordered {
+				v := g.value
+				if m, ok := v.(map[string]string); ok {
+					v = stringsToAny(m)
+				}
+				yw.indent(2)
+				yw.key(g.key, 2)
+				yw.after(v, 2, 2)
+			}
+		}
+		if _, err := w.Write(yw.b.Bytes()); err != nil {
+			return fmt.Errorf("manifest: encode: %w", err)
+		}
 	}
 	return nil
-}
-
-// resourceNode builds the YAML form of r, with its fields in order.
-func resourceNode(r *Resource) (*yaml.Node, error) {
-	if r == nil {
-		return nil, &Error{Msg: "cannot encode a nil resource"}
-	}
-	o, err := orderedObject(r)
-	if err != nil {
-		return nil, err
-	}
-	doc := &yaml.Node{Kind: yaml.MappingNode}
-	for _, f := range o {
-		var k, v yaml.Node
-		if err := k.Encode(f.key); err != nil {
-			return nil, fmt.Errorf("manifest: encode %s: %w", r.ID().Short(), err)
-		}
-		if f.ordered != nil {
-			m := &yaml.Node{Kind: yaml.MappingNode}
-			for _, g := range f.ordered {
-				var gk, gv yaml.Node
-				if err := gk.Encode(g.key); err != nil {
-					return nil, fmt.Errorf("manifest: encode %s: %w", r.ID().Short(), err)
-				}
-				if err := gv.Encode(g.value); err != nil {
-					return nil, fmt.Errorf("manifest: encode %s: %s: %w", r.ID().Short(), JoinPath(f.key, g.key), err)
-				}
-				m.Content = append(m.Content, &gk, &gv)
-			}
-			v = *m
-		} else if err := v.Encode(f.value); err != nil {
-			return nil, fmt.Errorf("manifest: encode %s: %s: %w", r.ID().Short(), f.key, err)
-		}
-		doc.Content = append(doc.Content, &k, &v)
-	}
-	unmerge(doc)
-	return doc, nil
-}
-
-// unmerge makes the string "<<", which yaml.v3 encodes as a merge key
-// ("!!merge <<"), an ordinary quoted string.
-func unmerge(n *yaml.Node) {
-	if n.Kind == yaml.ScalarNode && n.ShortTag() == mergeTag {
-		n.Tag, n.Style = strTag, yaml.DoubleQuotedStyle
-	}
-	for _, c := range n.Content {
-		unmerge(c)
-	}
 }
 
 // field is one field of a resource's encoded form: a value, or for

@@ -3,6 +3,7 @@ package manifest_test
 import (
 	"bytes"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -163,5 +164,44 @@ func TestEncodeRejectsBadValues(t *testing.T) {
 			assert.Error(t, manifest.EncodeYAML(&buf, tt.r))
 			assert.Error(t, manifest.EncodeJSON(&buf, tt.r))
 		})
+	}
+}
+
+func TestEncodeYAMLEdgeCases(t *testing.T) {
+	deep := any("bottom")
+	for i := 0; i < 100; i++ {
+		if i%2 == 0 {
+			deep = map[string]any{"k": deep, "s": "a:b", "q": "x:?y", "c": "p,q"}
+		} else {
+			deep = []any{deep, "multi\nline", map[string]any{}}
+		}
+	}
+	long := strings.Repeat("k", 2000)
+	spec := map[string]any{
+		"deep":    deep,
+		long:      map[string]any{long: []any{long}},
+		"inlist":  []any{map[string]any{long: int64(1)}},
+		"bin\xff": "key not UTF-8",
+		"lits": []any{
+			"a\nb", "a\nb\n", "a\nb\n\n", "\nlead", " space\nx", "tab\tin\nx", "cr\r\nx", "x\n  \n y",
+		},
+		"floats": []any{0.0, -0.0, 1e21, 1e-7, 5e-324, 123456789.125, -2.0},
+		"ints":   []any{int64(0), int64(-9223372036854775808), int64(9223372036854775807)},
+		"plain":  []any{"web-01", "10.0.0.5", "http://x/y?z=1", "a b", "é", "-", "?", ":", ".hidden", "...", "---", "a #b", "a:", "=", "0x1F", "1:30", "Off", "1_000", ".inf", "~"},
+	}
+	r := &manifest.Resource{APIVersion: "a.openctl.io/v1", Kind: "K", Metadata: manifest.Metadata{Name: "n"}, Spec: spec}
+	var buf bytes.Buffer
+	require.NoError(t, manifest.EncodeYAML(&buf, r))
+	got, err := manifest.DecodeBytes(buf.Bytes(), "out.yaml")
+	require.NoError(t, err, buf.String())
+	sameResources(t, []*manifest.Resource{r}, got)
+	assert.Equal(t, spec["floats"], got[0].Spec["floats"]) // still floats
+	out := buf.String()
+	assert.Contains(t, out, "? "+long+"\n")
+	assert.Contains(t, out, "  plain:\n    - web-01\n    - 10.0.0.5\n    - http://x/y?z=1\n    - a b\n    - é\n")
+	assert.Contains(t, out, "    - |-\n      a\n      b\n")
+	// Indentation stays bounded however deep the value.
+	for _, line := range strings.Split(out, "\n") {
+		assert.Less(t, len(line)-len(strings.TrimLeft(line, " ")), 80)
 	}
 }

@@ -235,6 +235,10 @@ func (c *converter) key(k *yaml.Node, path string) (string, bool) {
 		switch kr.ShortTag() {
 		case strTag, timestampTag:
 			return kr.Value, true
+		case binaryTag:
+			if b, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(kr.Value), "")); err == nil {
+				return string(b), true
+			}
 		}
 		if kr.Value == "" {
 			c.errorf(k, path, "map key is empty (null), want a string")
