@@ -2,7 +2,6 @@ package manifest
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/openctl/openctl/errcode"
@@ -128,7 +127,7 @@ func kindProblem(kind string) string {
 	switch {
 	case kind == "":
 		return "kind is empty"
-	case !kindRE.MatchString(kind):
+	case !isKind(kind):
 		return fmt.Sprintf("kind %q is not a valid kind (letters and digits, starting with an upper-case letter)", kind)
 	}
 	return ""
@@ -154,32 +153,97 @@ func ParseID(s string) (ID, error) {
 // APIGroupSuffix is the suffix every apiVersion group carries.
 const APIGroupSuffix = ".openctl.io"
 
-var (
-	apiVersionRE = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.openctl\.io/(v[0-9]+((alpha|beta)[0-9]+)?)$`)
-	dnsLabelRE   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	kindRE       = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
-)
-
 // SplitAPIVersion splits "<provider>.openctl.io/<version>" into the provider
-// name and the version ("v1", "v1beta1", "v2alpha3"). Anything else is an
-// Invalid error.
+// name (a DNS-1123 label) and the version ("v1", "v1beta1", "v2alpha3").
+// Anything else is an Invalid error. (Hand-written rather than a regexp:
+// it runs on every provider lookup.)
 func SplitAPIVersion(apiVersion string) (provider, version string, err error) {
-	m := apiVersionRE.FindStringSubmatch(apiVersion)
-	if m == nil {
+	provider, version, ok := splitAPIVersion(apiVersion)
+	if !ok {
 		return "", "", errcode.New(errcode.Invalid, "manifest: "+apiVersionProblem(apiVersion))
 	}
-	return m[1], m[3], nil
+	return provider, version, nil
+}
+
+func splitAPIVersion(apiVersion string) (provider, version string, ok bool) {
+	group, version, ok := strings.Cut(apiVersion, "/")
+	provider, isOpenctl := strings.CutSuffix(group, APIGroupSuffix)
+	if !ok || !isOpenctl || !isDNSLabel(provider) || !isVersion(version) {
+		return "", "", false
+	}
+	return provider, version, true
 }
 
 // apiVersionProblem describes what is wrong with apiVersion, or returns "".
 func apiVersionProblem(apiVersion string) string {
-	if apiVersionRE.MatchString(apiVersion) {
+	if _, _, ok := splitAPIVersion(apiVersion); ok {
 		return ""
 	}
 	if apiVersion == "" {
 		return "apiVersion is empty"
 	}
 	return fmt.Sprintf("apiVersion %q is not of the form <provider>.openctl.io/<version> (for example proxmox.openctl.io/v1)", apiVersion)
+}
+
+// isDNSLabel reports whether s is lower-case letters, digits and '-',
+// starting and ending with a letter or digit (length is checked apart).
+func isDNSLabel(s string) bool {
+	if s == "" || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// isVersion reports whether s is v<N>, v<N>alpha<M> or v<N>beta<M>.
+func isVersion(s string) bool {
+	rest, ok := strings.CutPrefix(s, "v")
+	if !ok {
+		return false
+	}
+	n := leadingDigits(rest)
+	if n == 0 {
+		return false
+	}
+	rest = rest[n:]
+	if rest == "" {
+		return true
+	}
+	for _, stage := range []string{"alpha", "beta"} {
+		if r, ok := strings.CutPrefix(rest, stage); ok {
+			m := leadingDigits(r)
+			return m > 0 && m == len(r)
+		}
+	}
+	return false
+}
+
+func leadingDigits(s string) int {
+	i := 0
+	for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// isKind reports whether s is letters and digits starting with an
+// upper-case letter.
+func isKind(s string) bool {
+	if s == "" || !('A' <= s[0] && s[0] <= 'Z') {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // ValidateName checks that name is a DNS-1123 label: at most 63 characters,
@@ -200,7 +264,7 @@ func labelProblem(what, s string) string {
 		return what + " is empty"
 	case len(s) > 63:
 		return fmt.Sprintf("%s %q is longer than 63 characters", what, s)
-	case !dnsLabelRE.MatchString(s):
+	case !isDNSLabel(s):
 		return fmt.Sprintf("%s %q is not a DNS-1123 label (lower-case letters, digits and '-', starting and ending with a letter or digit)", what, s)
 	}
 	return ""
@@ -234,6 +298,20 @@ func copyStrings(m map[string]string) map[string]string {
 // kind, metadata, spec and status, the form field paths and whole-resource
 // $ref values use. The map shares no state with r.
 func (r *Resource) Object() map[string]any {
+	o := r.ObjectView()
+	if r.Spec != nil {
+		o["spec"] = CopyMap(r.Spec)
+	}
+	if r.Status != nil {
+		o["status"] = CopyMap(r.Status)
+	}
+	return o
+}
+
+// ObjectView is [Resource.Object] without the copy: the returned map's
+// "spec" and "status" are r's own maps. It is for reading only; use it
+// where the values read are copied or not kept (as $ref resolution does).
+func (r *Resource) ObjectView() map[string]any {
 	md := map[string]any{"name": r.Metadata.Name}
 	if r.Metadata.Namespace != "" {
 		md["namespace"] = r.Metadata.Namespace
@@ -250,10 +328,10 @@ func (r *Resource) Object() map[string]any {
 		"metadata":   md,
 	}
 	if r.Spec != nil {
-		o["spec"] = CopyMap(r.Spec)
+		o["spec"] = r.Spec
 	}
 	if r.Status != nil {
-		o["status"] = CopyMap(r.Status)
+		o["status"] = r.Status
 	}
 	return o
 }
@@ -269,8 +347,10 @@ func stringsToAny(m map[string]string) map[string]any {
 // Field returns the value at a dot path into the resource's object form
 // (see [Resource.Object]), for example "status.ip" or "spec.disks[0].size".
 // See [Field] for the semantics.
+// The value returned is a copy.
 func (r *Resource) Field(path string) (any, bool, error) {
-	return Field(r.Object(), path)
+	v, found, err := Field(r.ObjectView(), path)
+	return CopyValue(v), found, err
 }
 
 // Owner returns the ID of the resource that owns r, from the owner labels a

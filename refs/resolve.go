@@ -198,7 +198,7 @@ func (w *resolver) fetch(target manifest.ID, field string) (map[string]any, erro
 	if res == nil {
 		return nil, w.fail(&Error{Target: target, Field: field, Code: errcode.Internal, Msg: "Getter returned no resource and no error"})
 	}
-	obj := res.Object()
+	obj := res.ObjectView() // read only: values are copied where they are used
 	if w.objs == nil {
 		w.objs = map[manifest.ID]map[string]any{}
 	}
