@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -397,64 +398,69 @@ func SetField(obj map[string]any, path string, value any) error {
 // of a resource's resolved spec with the one recorded in state to detect
 // no-ops.
 func Hash(v any) string {
-	h := sha256.New()
-	writeCanonical(h, v)
-	return hex.EncodeToString(h.Sum(nil))
+	sum := sha256.Sum256(appendCanonical(make([]byte, 0, 256), v))
+	return hex.EncodeToString(sum[:])
 }
 
-type byteWriter interface{ Write([]byte) (int, error) }
-
-func writeCanonical(w byteWriter, v any) {
+// appendCanonical appends an unambiguous encoding of v to b: map keys
+// sorted, whole floats written as integers, strings length-prefixed.
+func appendCanonical(b []byte, v any) []byte {
 	switch x := v.(type) {
 	case nil:
-		w.Write([]byte("n"))
+		return append(b, 'n')
 	case bool:
 		if x {
-			w.Write([]byte("t"))
-		} else {
-			w.Write([]byte("f"))
+			return append(b, 't')
 		}
+		return append(b, 'f')
 	case int64:
-		w.Write([]byte("#" + strconv.FormatInt(x, 10) + ";"))
+		b = strconv.AppendInt(append(b, '#'), x, 10)
+		return append(b, ';')
 	case float64:
+		b = append(b, '#')
 		if x == math.Trunc(x) && math.Abs(x) < 1<<63 {
-			w.Write([]byte("#" + strconv.FormatInt(int64(x), 10) + ";"))
+			b = strconv.AppendInt(b, int64(x), 10)
 		} else {
-			w.Write([]byte("#" + strconv.FormatFloat(x, 'g', -1, 64) + ";"))
+			b = strconv.AppendFloat(b, x, 'g', -1, 64)
 		}
+		return append(b, ';')
 	case string:
-		w.Write([]byte("s" + strconv.Itoa(len(x)) + ":" + x))
+		b = strconv.AppendInt(append(b, 's'), int64(len(x)), 10)
+		return append(append(b, ':'), x...)
 	case []any:
-		w.Write([]byte("[" + strconv.Itoa(len(x)) + ":"))
+		b = strconv.AppendInt(append(b, '['), int64(len(x)), 10)
+		b = append(b, ':')
 		for _, e := range x {
-			writeCanonical(w, e)
+			b = appendCanonical(b, e)
 		}
-		w.Write([]byte("]"))
+		return append(b, ']')
 	case map[string]any:
-		keys := make([]string, 0, len(x))
+		var buf [16]string
+		keys := buf[:0]
 		for k := range x {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		w.Write([]byte("{" + strconv.Itoa(len(x)) + ":"))
+		b = strconv.AppendInt(append(b, '{'), int64(len(x)), 10)
+		b = append(b, ':')
 		for _, k := range keys {
-			writeCanonical(w, k)
-			writeCanonical(w, x[k])
+			b = appendCanonical(b, k)
+			b = appendCanonical(b, x[k])
 		}
-		w.Write([]byte("}"))
-	default:
-		// Not normalised: hash its normalised form, or its Go syntax.
-		if n, err := Normalize(v); err == nil {
-			writeCanonical(w, n)
-		} else {
-			w.Write([]byte(fmt.Sprintf("?%#v", v)))
-		}
+		return append(b, '}')
 	}
+	// Not normalised: encode its normalised form, or its Go syntax.
+	if n, err := Normalize(v); err == nil {
+		return appendCanonical(b, n)
+	}
+	return fmt.Appendf(append(b, '?'), "%#v", v)
 }
 
 // Equal reports whether two normalised values are equal, treating integers
 // and floats of the same value as equal.
-func Equal(a, b any) bool { return Hash(a) == Hash(b) }
+func Equal(a, b any) bool {
+	return bytes.Equal(appendCanonical(nil, a), appendCanonical(nil, b))
+}
 
 // FieldChange is one difference between two values, at a field path.
 // Old is nil when the field was added, New is nil when it was removed.
