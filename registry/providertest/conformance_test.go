@@ -17,7 +17,7 @@ import (
 
 // Broken providers, each violating one rule of the contract.
 type (
-	untypedNotFound struct{ *providertest.Fake }
+	untypedNotFound    struct{ *providertest.Fake }
 	deleteMissingFails struct{ *providertest.Fake }
 	mutatesInput       struct{ *providertest.Fake }
 	dropsSpec          struct{ *providertest.Fake }
