@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +20,11 @@ import (
 // takes 5 ms, at concurrency 16. It reports wall time over the lower bound
 // max(longest chain × 5 ms, total work / 16): 1.0 would be a perfect
 // schedule with zero engine overhead.
+//
+// A 5 ms timer rarely fires after exactly 5 ms (on a busy 2-core VM it
+// takes 5.2–5.8 ms), so the benchmark also reports wall time over the same
+// bound computed from the durations the provider actually spent
+// ("wall/measured"): that ratio is the engine's own share.
 func BenchmarkApplyCriticalPath(b *testing.B) {
 	const (
 		layers      = 10
@@ -29,15 +36,21 @@ func BenchmarkApplyCriticalPath(b *testing.B) {
 	total := time.Duration(len(resources)) * work
 	lower := max(time.Duration(layers)*work, total/concurrency)
 
-	var wall time.Duration
+	var wall, measured time.Duration
 	for b.Loop() {
+		var mu sync.Mutex
+		spent := map[string]time.Duration{}
 		p := providertest.NewFake("test", "Thing")
 		p.StatusFunc = func(r *manifest.Resource) map[string]any { return map[string]any{"ip": r.Metadata.Name} }
 		p.ApplyHook = func(ctx context.Context, r *manifest.Resource) error {
+			start := time.Now()
 			t := time.NewTimer(work)
 			defer t.Stop()
 			select {
 			case <-t.C:
+				mu.Lock()
+				spent[r.Metadata.Name] = time.Since(start)
+				mu.Unlock()
 				return nil
 			case <-ctx.Done():
 				return ctx.Err()
@@ -53,8 +66,10 @@ func BenchmarkApplyCriticalPath(b *testing.B) {
 			b.Fatal(err)
 		}
 		wall += time.Since(start)
+		measured += measuredBound(spent, layers, width, concurrency)
 	}
 	b.ReportMetric(float64(wall)/float64(b.N)/float64(lower), "wall/critical")
+	b.ReportMetric(float64(wall)/float64(measured), "wall/measured")
 	b.ReportMetric(float64(lower)/1e6, "lowerbound-ms")
 }
 
@@ -76,6 +91,26 @@ func BenchmarkApplyOverhead(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(resources)), "ns/resource")
+}
+
+// measuredBound is max(longest chain, total / concurrency) over the
+// durations the provider actually spent on the layeredResources graph.
+func measuredBound(spent map[string]time.Duration, layers, width, concurrency int) time.Duration {
+	var total time.Duration
+	prev := make([]time.Duration, width)
+	for l := range layers {
+		cur := make([]time.Duration, width)
+		for i := range width {
+			d := spent[fmt.Sprintf("l%d-%d", l, i)]
+			total += d
+			cur[i] = d
+			if l > 0 {
+				cur[i] += max(prev[i], prev[(i+17)%width])
+			}
+		}
+		prev = cur
+	}
+	return max(slices.Max(prev), total/time.Duration(concurrency))
 }
 
 // layeredResources returns layers × width Things; each one after the first
