@@ -11,7 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"go.yaml.in/yaml/v3"
+	"gopkg.in/yaml.v3"
 )
 
 // maxInputSize is the largest input Decode, DecodeBytes and Load accept.

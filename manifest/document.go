@@ -1,7 +1,7 @@
 package manifest
 
 import (
-	"go.yaml.in/yaml/v3"
+	"gopkg.in/yaml.v3"
 )
 
 // document decodes one document into a Resource, strictly: only the known

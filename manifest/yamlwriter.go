@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"go.yaml.in/yaml/v3"
+	"gopkg.in/yaml.v3"
 )
 
 // yamlWriter writes normalised values as block-style YAML with 2-space
