@@ -5,6 +5,7 @@ package bench
 
 import (
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/graph/simple"
 	"gonum.org/v1/gonum/graph/topo"
@@ -37,13 +38,7 @@ func BenchmarkValidateSort(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*nodes), "ns/node")
 	})
 	b.Run("gonum", func(b *testing.B) {
-		g := simple.NewDirectedGraph()
-		for v := range nodes {
-			g.AddNode(simple.Node(v))
-		}
-		for _, e := range graphtest.RandomEdges(nodes, edges, seed) {
-			g.SetEdge(g.NewEdge(simple.Node(e[0]), simple.Node(e[1])))
-		}
+		g := gonumGraph()
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := topo.Sort(g); err != nil {
@@ -52,4 +47,41 @@ func BenchmarkValidateSort(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*nodes), "ns/node")
 	})
+}
+
+// BenchmarkValidateSortRatio runs both sorts on the same graph in every
+// iteration and reports how many times longer gonum takes than openctl
+// ("gonum/openctl"; above 1 means openctl is faster).
+func BenchmarkValidateSortRatio(b *testing.B) {
+	ours := graphtest.Random(nodes, edges, seed)
+	theirs := gonumGraph()
+	var tOurs, tTheirs time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if err := ours.Validate(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ours.Sort(); err != nil {
+			b.Fatal(err)
+		}
+		mid := time.Now()
+		if _, err := topo.Sort(theirs); err != nil {
+			b.Fatal(err)
+		}
+		tOurs += mid.Sub(start)
+		tTheirs += time.Since(mid)
+	}
+	b.ReportMetric(float64(tTheirs)/float64(tOurs), "gonum/openctl")
+}
+
+// gonumGraph builds the benchmark graph for gonum.
+func gonumGraph() *simple.DirectedGraph {
+	g := simple.NewDirectedGraph()
+	for v := range nodes {
+		g.AddNode(simple.Node(v))
+	}
+	for _, e := range graphtest.RandomEdges(nodes, edges, seed) {
+		g.SetEdge(g.NewEdge(simple.Node(e[0]), simple.Node(e[1])))
+	}
+	return g
 }
