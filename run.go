@@ -103,6 +103,7 @@ type SkippedError struct {
 	Err   error
 }
 
+// Error names the skipped resource and the dependency that failed.
 func (e *SkippedError) Error() string {
 	if e.Cause != (manifest.ID{}) {
 		return fmt.Sprintf("openctl: %s %s skipped: %s failed", e.Op, e.ID.Short(), e.Cause.Short())

@@ -32,6 +32,7 @@ const (
 
 var statusNames = [...]string{"pending", "succeeded", "failed", "skipped"}
 
+// String returns the status name, e.g. "succeeded".
 func (s Status) String() string {
 	if s >= 0 && int(s) < len(statusNames) {
 		return statusNames[s]
@@ -55,6 +56,7 @@ const (
 
 var eventNames = [...]string{"started", "succeeded", "failed", "skipped"}
 
+// String returns the event name, e.g. "started".
 func (t EventType) String() string {
 	if t >= 0 && int(t) < len(eventNames) {
 		return eventNames[t]
@@ -94,6 +96,7 @@ type SkipError[K cmp.Ordered] struct {
 	Err         error
 }
 
+// Error names the skipped node, the failed dependency and its error.
 func (e *SkipError[K]) Error() string {
 	return fmt.Sprintf("graph: skipped %v: dependency %v failed: %v", e.Node, e.Cause, e.Err)
 }
@@ -109,6 +112,7 @@ type PanicError struct {
 	Stack []byte // the panicking goroutine's stack
 }
 
+// Error includes the panic value.
 func (e *PanicError) Error() string { return fmt.Sprintf("graph: panic: %v", e.Value) }
 
 // Is reports whether target is errcode.Internal: a panic is a bug.

@@ -54,8 +54,10 @@ type Kind struct {
 	// ReadOnly is true for kinds that can be read and listed but not
 	// applied or deleted (e.g. a Proxmox Node).
 	ReadOnly bool `json:"readOnly,omitempty"`
-	// SecretFields are field paths (e.g. "status.kubeconfig") whose values
-	// are secrets: stores keep them sealed and output redacts them.
+	// SecretFields are paths under status (e.g. "status.kubeconfig",
+	// "status.join.token"; map keys only) whose values are secrets: the
+	// engine records them in state.Record.Secrets instead of the status,
+	// stores keep them sealed, and output redacts them.
 	SecretFields []string `json:"secretFields,omitempty"`
 }
 

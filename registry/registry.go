@@ -260,6 +260,7 @@ type UnknownGroupError struct {
 	Registered []string // the registered groups, sorted
 }
 
+// Error names the group and lists the registered ones.
 func (e *UnknownGroupError) Error() string {
 	reg := "none"
 	if len(e.Registered) > 0 {

@@ -187,6 +187,7 @@ type LockedError struct {
 	Holder LockInfo
 }
 
+// Error names the scope and who holds it, since when.
 func (e *LockedError) Error() string {
 	h := e.Holder
 	return fmt.Sprintf("state: %q is locked by %s@%s (pid %d, %s, since %s)", e.Scope, h.Who, h.Host, h.PID, h.Operation, h.Created.Format(time.RFC3339))
@@ -204,6 +205,7 @@ type GenerationError struct {
 	Actual   int64
 }
 
+// Error names the record and both generations.
 func (e *GenerationError) Error() string {
 	return fmt.Sprintf("state: %s changed concurrently: expected generation %d, found %d", e.ID.Short(), e.Expected, e.Actual)
 }
