@@ -13,6 +13,7 @@ import (
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/refs"
 	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/secret"
 	"github.com/openctl/openctl/state"
 )
 
@@ -211,12 +212,12 @@ func sameRecord(a, b *state.Record) bool {
 
 // splitSecrets removes the secret fields ("status.x.y") from a copy of
 // status and returns them separately, rendered as strings.
-func splitSecrets(paths []string, status map[string]any) (map[string]any, map[string]string) {
+func splitSecrets(paths []string, status map[string]any) (map[string]any, map[string]secret.Secret) {
 	if len(paths) == 0 || status == nil {
 		return status, nil
 	}
 	status = manifest.CopyMap(status)
-	secrets := map[string]string{}
+	secrets := map[string]secret.Secret{}
 	for _, p := range paths {
 		rest, ok := strings.CutPrefix(p, "status.")
 		if !ok {
@@ -242,9 +243,9 @@ func splitSecrets(paths []string, status map[string]any) (map[string]any, map[st
 		}
 		delete(m, last)
 		if s, ok := v.(string); ok {
-			secrets[p] = s
+			secrets[p] = secret.New(s)
 		} else {
-			secrets[p] = fmt.Sprint(v)
+			secrets[p] = secret.New(fmt.Sprint(v))
 		}
 	}
 	return status, secrets

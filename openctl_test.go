@@ -47,7 +47,8 @@ func TestApplyRefsFlowAndNoOp(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ref("db", "status.ip"), rec.Spec["dbIP"], "state keeps the spec as written")
 	assert.NotContains(t, rec.Status, "token", "secret fields are not kept in the status")
-	assert.Equal(t, "secret-of-web", rec.Secrets["status.token"])
+	assert.Equal(t, "secret-of-web", rec.Secrets["status.token"].Reveal())
+	assert.NotContains(t, fmt.Sprintf("%v", rec), "secret-of-web", "a record never prints its secrets")
 
 	writes := p.Calls().Writes()
 	rep, err = e.Apply(ctx, db, web)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/secret"
 )
 
 // Record is what the engine remembers about one resource it applied.
@@ -33,8 +34,9 @@ type Record struct {
 	// Children are the resources a composite's Plan produced, sorted.
 	Children []manifest.ID `json:"children,omitempty" yaml:"children,omitempty"`
 	// Secrets holds secret values by field path ("status.kubeconfig").
-	// Persistent stores keep them only sealed at rest.
-	Secrets map[string]string `json:"-" yaml:"-"`
+	// They redact themselves in output; persistent stores keep them only
+	// sealed at rest.
+	Secrets map[string]secret.Secret `json:"-" yaml:"-"`
 	// Generation increases by one on every successful Put; the first Put
 	// of a record stores generation 1. Put compares it (see Store).
 	Generation int64 `json:"generation" yaml:"generation"`
@@ -89,7 +91,7 @@ func (r *Record) Clone() *Record {
 	}
 	c.Children = append([]manifest.ID(nil), r.Children...)
 	if r.Secrets != nil {
-		c.Secrets = make(map[string]string, len(r.Secrets))
+		c.Secrets = make(map[string]secret.Secret, len(r.Secrets))
 		for k, v := range r.Secrets {
 			c.Secrets[k] = v
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/secret"
 	"github.com/openctl/openctl/state"
 )
 
@@ -28,7 +29,7 @@ func RunConformance(t *testing.T, newStore func(t *testing.T) state.Store) {
 			Spec:     map[string]any{"size": int64(3), "list": []any{"a", map[string]any{"b": true}}},
 			SpecHash: "h1",
 			Status:   map[string]any{"ip": "10.0.0.1"},
-			Secrets:  map[string]string{"status.token": "s3cret"},
+			Secrets:  map[string]secret.Secret{"status.token": secret.New("s3cret")},
 		}
 	}
 
