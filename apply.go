@@ -2,7 +2,6 @@ package openctl
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -113,11 +112,21 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 		}
 		return fail(errcode.New(errcode.Internal, fmt.Sprintf("provider %q returned %s from Apply", n.prov.Name(), got)))
 	}
-	out, err = e.waitReady(ctx, n, out, onRetry)
+	ready, err := e.waitReady(ctx, n, out, onRetry)
+	// The provider made the change: record it even if ctx was cancelled
+	// meanwhile, so that state never forgets a resource that exists.
+	wctx, cancel := afterWrite(ctx)
+	defer cancel()
 	if err != nil {
+		// Recorded without a spec hash, so the next Apply calls the
+		// provider again and waits for readiness again.
+		if rerr := e.record(wctx, n, rec, "", out, false); rerr != nil {
+			e.log.Error("cannot record applied resource", "resource", id.String(), "err", rerr.Error())
+		}
 		return fail(err)
 	}
-	if err := e.record(ctx, n, rec, hash, out, false); err != nil {
+	out = ready
+	if err := e.record(wctx, n, rec, hash, out, false); err != nil {
 		return fail(err)
 	}
 	p.outcome, p.res = outcome, out
@@ -148,6 +157,7 @@ func (e *Engine) waitReady(ctx context.Context, n *node, live *manifest.Resource
 	if !ok {
 		return live, nil
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, e.ready.Timeout)
 	defer cancel()
 	b := newBackoff(e.ready.Initial, e.ready.Max, 1.5, 0.1)
@@ -166,10 +176,10 @@ func (e *Engine) waitReady(ctx context.Context, n *node, live *manifest.Resource
 		}
 		e.emit(Event{Type: EventWaiting, ID: n.id, Op: "apply", Step: reason})
 		if werr := wait(ctx, b.delay()); werr != nil {
-			if errors.Is(werr, context.DeadlineExceeded) && ctx.Err() != nil {
+			if parent.Err() == nil {
 				return nil, errcode.New(errcode.Transient, fmt.Sprintf("not ready after %s: %s", e.ready.Timeout, reason))
 			}
-			return nil, werr
+			return nil, fmt.Errorf("%w (waiting for readiness: %s)", context.Cause(parent), reason)
 		}
 		if live, err = e.get(ctx, n, onRetry); err != nil {
 			return nil, err

@@ -79,6 +79,16 @@ func (e *Engine) build(ctx context.Context, resources []*manifest.Resource) (*se
 			continue
 		}
 		n.deps = deps
+		for _, d := range deps {
+			if s.node(d) != nil {
+				continue
+			}
+			// A dependency outside the call must at least route to a
+			// provider, or the apply would fail half-way.
+			if _, _, err := e.reg.Lookup(d); err != nil {
+				errs = append(errs, fmt.Errorf("openctl: %s%s: $ref to %s: %w", n.id.Short(), at(n.res), d.Short(), err))
+			}
+		}
 		s.g.AddNode(k)
 	}
 	if len(errs) > 0 {
@@ -193,8 +203,15 @@ func (e *Engine) addPrunes(ctx context.Context, s *set) error {
 			if s.node(c) != nil {
 				continue // still planned, or applied on its own now
 			}
+			owned, err := e.stillOwned(ctx, c, n.id)
+			if err != nil {
+				return err
+			}
+			if !owned {
+				continue // adopted by someone else, or already gone
+			}
 			before := len(s.nodes)
-			if err := e.addForDelete(ctx, s, c, &n.id, 0); err != nil {
+			if err := e.addForDelete(ctx, s, c, &n.id, 0, nil); err != nil {
 				return err
 			}
 			pruned = pruned || len(s.nodes) > before
@@ -227,6 +244,29 @@ func (e *Engine) addPrunes(ctx context.Context, s *set) error {
 		return fmt.Errorf("openctl: cannot order the deletes: %w", err)
 	}
 	return nil
+}
+
+// stillOwned reports whether child still belongs to owner: its state
+// record names owner, or, without a record, the live resource's owner
+// labels do. A child applied on its own since (no owner in its record) or
+// already gone is not owned.
+func (e *Engine) stillOwned(ctx context.Context, child, owner manifest.ID) (bool, error) {
+	rec, err := e.store.Get(ctx, child)
+	if err == nil {
+		return rec.Owner != nil && *rec.Owner == owner, nil
+	}
+	if !errcode.Is(err, errcode.NotFound) {
+		return false, err
+	}
+	live, err := e.reg.Get(ctx, child)
+	if errcode.Is(err, errcode.NotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	o, ok := live.Owner()
+	return ok && o == owner, nil
 }
 
 // addDeleteEdges adds the delete nodes keys to s's graph with delete

@@ -42,20 +42,12 @@ func (e *Engine) Delete(ctx context.Context, ids ...manifest.ID) (*Report, error
 	defer unlock()
 
 	s := newSet()
+	requested := map[manifest.ID]bool{}
 	for _, id := range ids {
-		if err := e.addForDelete(ctx, s, id, nil, 0); err != nil {
-			return nil, err
-		}
+		requested[id] = true
 	}
-	// Refuse to delete an owned child whose owner stays.
 	for _, id := range ids {
-		n := s.node(id)
-		if n.owner == nil || s.node(*n.owner) != nil {
-			continue
-		}
-		if _, err := e.store.Get(ctx, *n.owner); err == nil {
-			n.refused = errcode.New(errcode.Invalid, fmt.Sprintf("openctl: delete %s: it belongs to %s; delete %s instead (its children go with it)", id.Short(), n.owner.Short(), n.owner.Short()))
-		} else if !errcode.Is(err, errcode.NotFound) {
+		if err := e.addForDelete(ctx, s, id, nil, 0, requested); err != nil {
 			return nil, err
 		}
 	}
@@ -68,7 +60,11 @@ func (e *Engine) Delete(ctx context.Context, ids ...manifest.ID) (*Report, error
 
 // addForDelete adds id, and the children its record (or, without one, its
 // composite provider's Plan of the live resource) lists, to s.
-func (e *Engine) addForDelete(ctx context.Context, s *set, id manifest.ID, owner *manifest.ID, depth int) error {
+//
+// A resource asked for by name (requested) whose owner still exists and is
+// not being deleted too is refused: it gets a node that fails without
+// running, and nothing below it is added, so nothing of it is deleted.
+func (e *Engine) addForDelete(ctx context.Context, s *set, id manifest.ID, owner *manifest.ID, depth int, requested map[manifest.ID]bool) error {
 	if s.node(id) != nil {
 		return nil
 	}
@@ -99,6 +95,9 @@ func (e *Engine) addForDelete(ctx context.Context, s *set, id manifest.ID, owner
 					return fmt.Errorf("openctl: delete %s: plan children: %w", id.Short(), err)
 				}
 				for _, c := range children {
+					if c == nil {
+						return errcode.New(errcode.Internal, fmt.Sprintf("openctl: delete %s: plan returned a nil child", id.Short()))
+					}
 					n.children = append(n.children, c.ID())
 				}
 			}
@@ -111,11 +110,20 @@ func (e *Engine) addForDelete(ctx context.Context, s *set, id manifest.ID, owner
 	if deps, err := refs.Dependencies(n.res); err == nil {
 		n.deps = deps
 	}
+	if owner == nil && n.owner != nil && !requested[*n.owner] {
+		if _, err := e.store.Get(ctx, *n.owner); err == nil {
+			n.refused = errcode.New(errcode.Invalid, fmt.Sprintf("openctl: delete %s: it belongs to %s; delete %s instead (its children go with it)", id.Short(), n.owner.Short(), n.owner.Short()))
+			n.children = nil
+			return nil
+		} else if !errcode.Is(err, errcode.NotFound) {
+			return fmt.Errorf("openctl: delete %s: %w", id.Short(), err)
+		}
+	}
 	if depth >= e.maxDepth {
 		return errcode.New(errcode.Invalid, fmt.Sprintf("openctl: delete %s: composites nested deeper than %d", id.Short(), e.maxDepth))
 	}
 	for _, c := range n.children {
-		if err := e.addForDelete(ctx, s, c, &n.id, depth+1); err != nil {
+		if err := e.addForDelete(ctx, s, c, &n.id, depth+1, requested); err != nil {
 			return err
 		}
 	}
@@ -134,7 +142,9 @@ func (e *Engine) deleteOne(ctx context.Context, n *node, p *progress) error {
 	if err != nil {
 		return fmt.Errorf("openctl: delete %s: %w", id.Short(), err)
 	}
-	if err := e.store.Delete(ctx, id); err != nil {
+	wctx, cancel := afterWrite(ctx) // it is gone: forget it even if ctx was cancelled meanwhile
+	defer cancel()
+	if err := e.store.Delete(wctx, id); err != nil {
 		return fmt.Errorf("openctl: delete %s: forget state: %w", id.Short(), err)
 	}
 	p.outcome = OutcomeDeleted

@@ -116,7 +116,8 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithObserver sets a function that receives progress events. It is called
-// from one goroutine at a time and should return quickly.
+// from one goroutine at a time and should return quickly; a panic in it is
+// recovered and logged.
 func WithObserver(fn func(Event)) Option {
 	return func(e *Engine) error { e.observer = fn; return nil }
 }
@@ -228,6 +229,11 @@ func (e *Engine) emit(ev Event) {
 	}
 	e.obsMu.Lock()
 	defer e.obsMu.Unlock()
+	defer func() {
+		if v := recover(); v != nil {
+			e.log.Error("event observer panicked", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		}
+	}()
 	e.observer(ev)
 }
 
@@ -237,10 +243,26 @@ func (e *Engine) safe(op string, id manifest.ID, fn func() error) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			e.log.Error("provider panicked", "op", op, "resource", id.String(), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			err = errcode.New(errcode.Internal, fmt.Sprintf("openctl: %s %s: provider panicked: %v", op, id.Short(), v))
+			msg := fmt.Sprintf("openctl: %s %s: provider panicked", op, id.Short())
+			cause, ok := v.(error)
+			if !ok {
+				msg += fmt.Sprintf(": %v", v)
+			}
+			err = &errcode.Error{Code: errcode.Internal, Msg: msg, Err: cause}
 		}
 	}()
 	return fn()
+}
+
+// stateWriteTimeout bounds a state write that must happen even though the
+// operation's context was cancelled (the provider already made the change).
+const stateWriteTimeout = 30 * time.Second
+
+// afterWrite returns a context for recording a change the provider has
+// already made: not cancelled with ctx (so ^C right after a create does not
+// lose the record), but bounded.
+func afterWrite(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), stateWriteTimeout)
 }
 
 // lock takes the store's lock for op, waiting up to e.lockWait.
@@ -254,8 +276,8 @@ func (e *Engine) lock(ctx context.Context, op string) (func() error, error) {
 			return unlock, err
 		}
 		e.log.Info("waiting for state lock", "err", err.Error())
-		if werr := wait(ctx, min(b.delay(), time.Until(deadline)+time.Millisecond)); werr != nil {
-			return nil, err
+		if wait(ctx, min(b.delay(), time.Until(deadline)+time.Millisecond)) != nil {
+			return nil, fmt.Errorf("%w (waiting for the state lock: %v)", context.Cause(ctx), err)
 		}
 	}
 }

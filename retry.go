@@ -2,6 +2,7 @@ package openctl
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -56,7 +57,7 @@ type backoff struct {
 }
 
 func newBackoff(initial, max time.Duration, multiplier, jitter float64) *backoff {
-	return &backoff{next: initial, max: max, multiplier: multiplier, jitter: jitter}
+	return &backoff{next: min(initial, max), max: max, multiplier: multiplier, jitter: jitter}
 }
 
 // delay returns the next delay and advances the sequence.
@@ -67,6 +68,14 @@ func (b *backoff) delay() time.Duration {
 	}
 	b.next = min(time.Duration(float64(b.next)*b.multiplier), b.max)
 	return d
+}
+
+// cancelled reports that ctx ended while retrying after last: the context's
+// error is the one in the chain (so errors.Is(err, context.Canceled) holds
+// and the transient code of last does not invite another retry); last is
+// kept in the message only.
+func cancelled(ctx context.Context, last error) error {
+	return fmt.Errorf("%w (last attempt: %v)", context.Cause(ctx), last)
 }
 
 // wait blocks for d or until ctx is done.
@@ -88,15 +97,18 @@ func (p RetryPolicy) retry(ctx context.Context, onRetry func(attempt int, delay 
 	b := newBackoff(p.Initial, p.Max, p.Multiplier, p.Jitter)
 	for attempt := 1; ; attempt++ {
 		err := fn()
-		if err == nil || !errcode.Retryable(err) || attempt >= p.MaxAttempts || ctx.Err() != nil {
+		if err == nil || !errcode.Retryable(err) || attempt >= p.MaxAttempts {
 			return attempt, err
+		}
+		if ctx.Err() != nil {
+			return attempt, cancelled(ctx, err)
 		}
 		d := b.delay()
 		if onRetry != nil {
 			onRetry(attempt, d, err)
 		}
-		if werr := wait(ctx, d); werr != nil {
-			return attempt, err
+		if wait(ctx, d) != nil {
+			return attempt, cancelled(ctx, err)
 		}
 	}
 }

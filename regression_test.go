@@ -1,0 +1,184 @@
+package openctl_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/openctl/openctl"
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/state"
+)
+
+// nestedProvider adds a Super composite that plans Groups (which plan Things).
+type nestedProvider struct{ *testProvider }
+
+func (p nestedProvider) Kinds() []registry.Kind {
+	return append(p.testProvider.Kinds(), registry.Kind{Kind: "Super", Composite: true})
+}
+
+func (p nestedProvider) Plan(ctx context.Context, r *manifest.Resource) ([]*manifest.Resource, error) {
+	if r.Kind != "Super" {
+		return p.testProvider.Plan(ctx, r)
+	}
+	n, _ := r.Spec["count"].(int64)
+	var out []*manifest.Resource
+	for i := range n {
+		out = append(out, &manifest.Resource{APIVersion: testAV, Kind: "Group", Metadata: manifest.Metadata{Name: fmt.Sprintf("%s-%d", r.Metadata.Name, i)}, Spec: map[string]any{"count": int64(2)}})
+	}
+	return out, nil
+}
+
+func TestDeleteRefusedChildDeletesNothingBelowIt(t *testing.T) {
+	ctx := t.Context()
+	p := nestedProvider{newTestProvider()}
+	e := newEngine(t, p)
+	sup := &manifest.Resource{APIVersion: testAV, Kind: "Super", Metadata: manifest.Metadata{Name: "s"}, Spec: map[string]any{"count": int64(1)}}
+	_, err := e.Apply(ctx, sup)
+	require.NoError(t, err)
+	before := len(p.Log())
+	_, err = e.Delete(ctx, manifest.ID{APIVersion: testAV, Kind: "Group", Name: "s-0"})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "belongs to Super/s")
+	assert.Empty(t, p.Log()[before:], "a refused delete must not delete anything")
+	_, err = p.Get(ctx, thingID("s-0-0"))
+	assert.NoError(t, err, "grandchild of refused node should survive")
+}
+
+func TestPruneSparesAdoptedChild(t *testing.T) {
+	ctx := t.Context()
+	p := newTestProvider()
+	st := state.NewMemory()
+	e := newEngine(t, p, openctl.WithStore(st))
+	group := &manifest.Resource{APIVersion: testAV, Kind: "Group", Metadata: manifest.Metadata{Name: "g"}, Spec: map[string]any{"count": int64(2)}}
+	_, err := e.Apply(ctx, group)
+	require.NoError(t, err)
+	// The user takes g-1 over as a top-level resource (separate call).
+	_, err = e.Apply(ctx, thing("g-1", map[string]any{"mine": true}))
+	require.NoError(t, err)
+	rec, err := st.Get(ctx, thingID("g-1"))
+	require.NoError(t, err)
+	require.Nil(t, rec.Owner, "state now says g-1 has no owner")
+	// Scale the group down: g-1 is no longer the group's, yet it is pruned.
+	group.Spec["count"] = int64(1)
+	_, err = e.Apply(ctx, group)
+	require.NoError(t, err)
+	_, err = p.Get(ctx, thingID("g-1"))
+	assert.NoError(t, err, "g-1 was taken over as a top-level resource: the group's prune leaves it alone")
+}
+
+type cancelAfterApply struct {
+	*testProvider
+	cancel context.CancelFunc
+}
+
+func (p cancelAfterApply) Apply(ctx context.Context, r *manifest.Resource) (*manifest.Resource, error) {
+	out, err := p.testProvider.Apply(ctx, r)
+	p.cancel() // e.g. user hits ^C just as the VM finished creating
+	return out, err
+}
+
+func TestCancelAfterProviderWriteKeepsRecord(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	p := cancelAfterApply{newTestProvider(), cancel}
+	st := state.NewMemory()
+	e := newEngine(t, p, openctl.WithStore(st))
+	_, err := e.Apply(ctx, thing("a", nil))
+	require.NoError(t, err, "the provider finished; cancelling afterwards loses nothing")
+	rec, err := st.Get(t.Context(), thingID("a"))
+	require.NoError(t, err, "state records a resource the provider created, even after ^C")
+	assert.NotEmpty(t, rec.SpecHash)
+
+	// Cancelled while waiting for readiness: recorded, but without a spec
+	// hash, so the next apply calls the provider (and waits) again.
+	tp := newTestProvider()
+	tp.ready = func(*manifest.Resource) (bool, string, error) { return false, "booting", nil }
+	ctx, cancel = context.WithCancel(t.Context())
+	tp.ApplyHook = func(context.Context, *manifest.Resource) error {
+		time.AfterFunc(20*time.Millisecond, cancel)
+		return nil
+	}
+	st = state.NewMemory()
+	e = newEngine(t, readyProvider{tp}, openctl.WithStore(st), openctl.WithReadyPolicy(openctl.ReadyPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}))
+	rep, err := e.Apply(ctx, thing("b", nil))
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, context.Canceled))
+	assert.Contains(t, err.Error(), "waiting for readiness: booting")
+	assert.Equal(t, openctl.OutcomeFailed, rep.Results[0].Outcome)
+	rec, err = st.Get(t.Context(), thingID("b"))
+	require.NoError(t, err)
+	assert.Empty(t, rec.SpecHash)
+}
+
+func TestCancelDuringRetryIsVisible(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	p := newTestProvider()
+	p.ApplyHook = func(ctx context.Context, r *manifest.Resource) error {
+		return fmt.Errorf("boom: %w", errcode.Transient)
+	}
+	e := newEngine(t, p, openctl.WithRetry(openctl.RetryPolicy{Initial: time.Hour, Max: time.Hour, MaxAttempts: 5}))
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, err := e.Apply(ctx, thing("a", nil))
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, context.Canceled), "cancellation is in the error chain: %v", err)
+	assert.NotEqual(t, errcode.Transient, errcode.Of(err), "a cancelled apply does not invite a retry")
+	assert.Contains(t, err.Error(), "last attempt: boom")
+}
+
+type nilChildProvider struct{ *testProvider }
+
+func (p nilChildProvider) Plan(ctx context.Context, r *manifest.Resource) ([]*manifest.Resource, error) {
+	return []*manifest.Resource{nil}, nil
+}
+
+func TestDeleteNilChildIsAnError(t *testing.T) {
+	ctx := t.Context()
+	p := nilChildProvider{newTestProvider()}
+	e := newEngine(t, p)
+	p.Put(&manifest.Resource{APIVersion: testAV, Kind: "Group", Metadata: manifest.Metadata{Name: "g"}})
+	var err error
+	assert.NotPanics(t, func() {
+		_, err = e.Delete(ctx, manifest.ID{APIVersion: testAV, Kind: "Group", Name: "g"})
+	})
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, errcode.Internal))
+	assert.Contains(t, err.Error(), "nil child")
+}
+
+func TestUnknownGroupInRefFailsBeforeWrites(t *testing.T) {
+	ctx := t.Context()
+	p := newTestProvider()
+	e := newEngine(t, p)
+	bad := map[string]any{"$ref": map[string]any{"apiVersion": "nope.openctl.io/v1", "kind": "Foo", "name": "x"}}
+	_, err := e.Apply(ctx, thing("a", nil), thing("b", map[string]any{"x": bad}))
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, errcode.Invalid))
+	assert.Contains(t, err.Error(), `no provider serves apiVersion group "nope.openctl.io"`)
+	assert.Zero(t, p.Calls().Writes(), "bad input fails before any write")
+}
+
+func TestObserverPanicIsContained(t *testing.T) {
+	p := newTestProvider()
+	e := newEngine(t, p, openctl.WithObserver(func(openctl.Event) { panic("observer bug") }))
+	_, err := e.Apply(t.Context(), thing("a", nil), thing("b", nil))
+	require.NoError(t, err)
+	assert.Equal(t, 2, p.Calls().Apply)
+}
+
+func TestProviderPanicWithErrorKeepsCause(t *testing.T) {
+	cause := errors.New("index out of range")
+	p := newTestProvider()
+	p.ApplyHook = func(ctx context.Context, r *manifest.Resource) error { panic(cause) }
+	e := newEngine(t, p)
+	_, err := e.Apply(t.Context(), thing("a", nil))
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, cause))
+	assert.Equal(t, errcode.Internal, errcode.Of(err))
+}
