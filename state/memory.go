@@ -2,29 +2,60 @@ package state
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/secret"
+	"github.com/openctl/openctl/state/seal"
 )
 
 // Memory is a Store that keeps records in memory, for tests, examples and
 // one-shot runs that need no persistence. The zero value is not usable;
 // call NewMemory. It is safe for concurrent use.
+//
+// Memory keeps secrets in plaintext (they live in this process anyway). It
+// is also a [RawStore], so that [Copy] can move state into or out of it:
+// ExportRaw seals the secrets, and ImportRaw opens them, with a data key
+// unlocked by the passphrase (see [MemoryPassphrase]), asked for at most
+// once and only when a record with secrets is exported or imported.
+// ExportRaw creates the key the first time it needs one; ImportRaw adopts
+// the imported key.
 type Memory struct {
 	mu      sync.Mutex              // guards records and locks
 	records map[manifest.ID]*Record // owned copies
 	locks   map[string]LockInfo     // by scope
-	now     func() time.Time        // clock, for tests
+
+	keyMu sync.Mutex    // guards key; taken before mu, never after
+	key   *seal.KeyFile // the key ExportRaw seals with, nil until needed
+	keys  keyring       // unlocks key
+}
+
+// MemoryOption configures a Memory store.
+type MemoryOption func(*Memory)
+
+// MemoryPassphrase sets the function that returns the passphrase sealing
+// the key the store uses for RawStore (ExportRaw, ImportRaw). It is called
+// at most once, when a record with secrets is first exported or imported.
+// Without this option the store uses seal.Passphrase
+// (OPENCTL_STATE_PASSPHRASE, OPENCTL_STATE_PASSPHRASE_FILE).
+func MemoryPassphrase(f func() (secret.Secret, error)) MemoryOption {
+	return func(m *Memory) { m.keys.passphrase = f }
 }
 
 // NewMemory returns an empty in-memory store.
-func NewMemory() *Memory {
-	return &Memory{records: map[manifest.ID]*Record{}, locks: map[string]LockInfo{}}
+func NewMemory(opts ...MemoryOption) *Memory {
+	m := &Memory{records: map[manifest.ID]*Record{}, locks: map[string]LockInfo{}}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
 }
 
-var _ Store = (*Memory)(nil)
+var _ RawStore = (*Memory)(nil)
 
 // Get returns a copy of the record for id.
 func (m *Memory) Get(ctx context.Context, id manifest.ID) (*Record, error) {
@@ -44,6 +75,9 @@ func (m *Memory) Get(ctx context.Context, id manifest.ID) (*Record, error) {
 func (m *Memory) Put(ctx context.Context, rec *Record) (*Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if rec == nil {
+		return nil, errcode.New(errcode.Invalid, "state: Put of a nil record")
 	}
 	if err := rec.ID().Validate(); err != nil {
 		return nil, err
@@ -134,4 +168,141 @@ func (m *Memory) Lock(ctx context.Context, scope string, info LockInfo) (func() 
 		})
 		return nil
 	}, nil
+}
+
+// Key returns the key ExportRaw seals with, or an error matching
+// errcode.NotFound if none was created or imported yet.
+func (m *Memory) Key(ctx context.Context) (*seal.KeyFile, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.keyMu.Lock()
+	defer m.keyMu.Unlock()
+	if m.key == nil {
+		return nil, errcode.New(errcode.NotFound, "state: the memory store has no key yet")
+	}
+	c := *m.key
+	return &c, nil
+}
+
+// ExportRaw returns every record sorted by ID with its secrets sealed,
+// creating the store's key first if it has none and a record has secrets.
+func (m *Memory) ExportRaw(ctx context.Context) ([]RawRecord, error) {
+	recs, err := m.List(ctx, Filter{})
+	if err != nil {
+		return nil, err
+	}
+	m.keyMu.Lock()
+	defer m.keyMu.Unlock()
+	var ring *seal.Keyring
+	out := make([]RawRecord, len(recs))
+	for i, r := range recs {
+		out[i] = RawRecord{Record: r}
+		if len(r.Secrets) == 0 {
+			r.Secrets = nil
+			continue
+		}
+		if ring == nil {
+			if ring, err = m.sealingKey(); err != nil {
+				return nil, err
+			}
+		}
+		if out[i].Sealed, err = ring.Seal(r.ID(), r.Secrets); err != nil {
+			return nil, fmt.Errorf("state: sealing the secrets of %s: %w", r.ID().Short(), err)
+		}
+		r.Secrets = nil
+	}
+	return out, nil
+}
+
+// sealingKey returns the unlocked key, creating it if the store has none.
+// m.keyMu must be held.
+func (m *Memory) sealingKey() (*seal.Keyring, error) {
+	if m.key != nil {
+		ring, err := m.keys.unlock(m.key)
+		if err != nil {
+			return nil, fmt.Errorf("state: unlocking the memory store's key: %w", err)
+		}
+		return ring, nil
+	}
+	kf, ring, err := m.keys.create()
+	if err != nil {
+		return nil, fmt.Errorf("state: creating the memory store's key: %w", err)
+	}
+	m.key = kf
+	return ring, nil
+}
+
+// ImportRaw opens the records' secrets with key and stores the records as
+// given (see RawStore), replacing records with the same ID.
+func (m *Memory) ImportRaw(ctx context.Context, key *seal.KeyFile, recs []RawRecord) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.keyMu.Lock()
+	defer m.keyMu.Unlock()
+	if key != nil && m.key != nil && !m.key.SameKey(key) {
+		m.mu.Lock()
+		n := len(m.records)
+		m.mu.Unlock()
+		if n > 0 {
+			return errcode.New(errcode.Conflict, fmt.Sprintf("state: import: the memory store holds %d records sealed with another key", n))
+		}
+	}
+	var ring *seal.Keyring
+	opened := make([]*Record, len(recs))
+	for i, rr := range recs {
+		if err := checkRaw(rr); err != nil {
+			return err
+		}
+		r := rr.Record.Clone()
+		if rr.Sealed != nil {
+			if key == nil {
+				return errcode.New(errcode.Invalid, fmt.Sprintf("state: import: %s has sealed secrets but no key was given", r.ID().Short()))
+			}
+			if ring == nil {
+				var err error
+				if ring, err = m.keys.unlock(key); err != nil {
+					return fmt.Errorf("state: import: unlocking the imported key: %w", err)
+				}
+			}
+			sec, err := ring.Open(r.ID(), rr.Sealed)
+			if err != nil {
+				return fmt.Errorf("state: import: %w", err)
+			}
+			r.Secrets = sec
+		}
+		opened[i] = r
+	}
+	if key != nil {
+		c := *key
+		m.key = &c
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range opened {
+		m.records[r.ID()] = r
+	}
+	return nil
+}
+
+// checkRaw validates a record to import: a valid ID, a generation, a
+// lineage, and no plaintext secrets.
+func checkRaw(rr RawRecord) error {
+	r := rr.Record
+	if r == nil {
+		return errcode.New(errcode.Invalid, "state: import: a raw record without its record")
+	}
+	if err := r.ID().Validate(); err != nil {
+		return fmt.Errorf("state: import: %w", err)
+	}
+	switch {
+	case r.Generation < 1:
+		return errcode.New(errcode.Invalid, fmt.Sprintf("state: import: %s has generation %d, want 1 or more", r.ID().Short(), r.Generation))
+	case r.Lineage == "":
+		return errcode.New(errcode.Invalid, fmt.Sprintf("state: import: %s has no lineage", r.ID().Short()))
+	case r.Secrets != nil:
+		return errcode.New(errcode.Invalid, fmt.Sprintf("state: import: %s carries plaintext secrets; raw records carry them sealed", r.ID().Short()))
+	}
+	return nil
 }

@@ -6,11 +6,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/secret"
+	"github.com/openctl/openctl/state/seal"
 )
 
 // Record is what the engine remembers about one resource it applied.
@@ -187,16 +189,41 @@ func NewID() string {
 type LockedError struct {
 	Scope  string
 	Holder LockInfo
+	// Stale reports that the holder is a process on this host that no
+	// longer runs: the lock was left behind by a crash. Stores never break
+	// a stale lock by themselves; the user decides, with the store's
+	// ForceUnlock (openctl state force-unlock).
+	Stale bool
+	// Detail adds what the store knows beyond Holder, for example that the
+	// lock file naming the holder could not be read.
+	Detail string
 }
 
-// Error names the scope and who holds it, since when.
+// Error names the scope and who holds it, since when, and for a stale lock
+// how to break it.
 func (e *LockedError) Error() string {
 	h := e.Holder
-	return fmt.Sprintf("state: %q is locked by %s@%s (pid %d, %s, since %s)", e.Scope, h.Who, h.Host, h.PID, h.Operation, h.Created.Format(time.RFC3339))
+	var b strings.Builder
+	if h.Who == "" && h.Host == "" && h.PID == 0 {
+		fmt.Fprintf(&b, "state: %q is locked by an unknown holder", e.Scope)
+	} else {
+		fmt.Fprintf(&b, "state: %q is locked by %s@%s (pid %d, %s, since %s)", e.Scope, h.Who, h.Host, h.PID, h.Operation, h.Created.Format(time.RFC3339))
+	}
+	if e.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Detail)
+	}
+	if e.Stale {
+		fmt.Fprintf(&b, "; the lock is stale: process %d no longer runs on %s. If no other openctl is working on this state, break it with ForceUnlock (openctl state force-unlock %s)", h.PID, h.Host, e.Scope)
+	}
+	return b.String()
 }
 
 // Is reports true for errcode.Conflict.
 func (e *LockedError) Is(target error) bool { return target == errcode.Conflict }
+
+// Unwrap returns errcode.Conflict, so that errcode.Of classifies the error.
+func (e *LockedError) Unwrap() error { return errcode.Conflict }
 
 // GenerationError reports a Put whose expected generation did not match the
 // stored one: someone else wrote the record since it was read. It matches
@@ -215,7 +242,41 @@ func (e *GenerationError) Error() string {
 // Is reports true for errcode.Conflict.
 func (e *GenerationError) Is(target error) bool { return target == errcode.Conflict }
 
+// Unwrap returns errcode.Conflict, so that errcode.Of classifies the error.
+func (e *GenerationError) Unwrap() error { return errcode.Conflict }
+
 // NotFoundError reports a missing record. It matches errcode.NotFound.
 func NotFoundError(id manifest.ID) error {
 	return errcode.New(errcode.NotFound, fmt.Sprintf("state: no record for %s", id.Short()))
+}
+
+// RawRecord is a record as a persistent store keeps it: the record without
+// its secrets, and the secrets still sealed with the store's data key
+// (nil when the record has none). Moving RawRecords between stores never
+// reveals a secret.
+type RawRecord struct {
+	Record *Record      // Secrets is nil
+	Sealed *seal.Sealed // as stored; nil when the record has no secrets
+}
+
+// RawStore is implemented by stores whose state can be moved verbatim:
+// their sealed secrets and the key file that seals them, generations,
+// lineages and timestamps. [Copy] uses it; a Store need not implement it.
+//
+//   - Key returns the store's key file, or an error matching
+//     errcode.NotFound if the store has none yet (no record with secrets was
+//     ever written).
+//   - ExportRaw returns every record, secrets sealed as stored, sorted by
+//     ID.
+//   - ImportRaw stores key if the store has none (key may be nil when no
+//     record carries sealed secrets). If the store already has a different
+//     key (see seal.KeyFile.SameKey) and holds any record, it refuses with
+//     an error matching errcode.Conflict; a store with a different key and
+//     no records takes the new key. Records are written verbatim, replacing
+//     records with the same ID: generation, lineage and timestamps as given.
+type RawStore interface {
+	Store
+	Key(ctx context.Context) (*seal.KeyFile, error)
+	ExportRaw(ctx context.Context) ([]RawRecord, error)
+	ImportRaw(ctx context.Context, key *seal.KeyFile, recs []RawRecord) error
 }

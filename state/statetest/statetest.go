@@ -223,6 +223,56 @@ func RunConformance(t *testing.T, newStore func(t *testing.T) state.Store) {
 		}
 	})
 
+	t.Run("RecordWithoutSecrets", func(t *testing.T) {
+		s := newStore(t)
+		in := rec("plain")
+		in.Secrets = nil
+		_, err := s.Put(ctx, in)
+		require.NoError(t, err)
+		got, err := s.Get(ctx, in.ID())
+		require.NoError(t, err)
+		assert.Empty(t, got.Secrets)
+		all, err := s.List(ctx, state.Filter{})
+		require.NoError(t, err)
+		require.Len(t, all, 1)
+		assert.Empty(t, all[0].Secrets)
+	})
+
+	t.Run("SecretsReplacedOnUpdate", func(t *testing.T) {
+		s := newStore(t)
+		first, err := s.Put(ctx, rec("a"))
+		require.NoError(t, err)
+		upd := first.Clone()
+		upd.Secrets = map[string]secret.Secret{"status.kubeconfig": secret.New("kc"), "status.token": secret.New("t2")}
+		_, err = s.Put(ctx, upd)
+		require.NoError(t, err)
+		got, err := s.Get(ctx, upd.ID())
+		require.NoError(t, err)
+		assert.Equal(t, upd.Secrets, got.Secrets)
+		none := got.Clone()
+		none.Secrets = nil
+		_, err = s.Put(ctx, none)
+		require.NoError(t, err)
+		got, err = s.Get(ctx, upd.ID())
+		require.NoError(t, err)
+		assert.Empty(t, got.Secrets)
+	})
+
+	t.Run("PutNilIsInvalid", func(t *testing.T) {
+		s := newStore(t)
+		var err error
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("Put(nil) panicked: %v", p)
+				}
+			}()
+			_, err = s.Put(ctx, nil)
+		}()
+		require.Error(t, err)
+		assert.True(t, errors.Is(err, errcode.Invalid), "got %v", err)
+	})
+
 	t.Run("CancelledContext", func(t *testing.T) {
 		s := newStore(t)
 		cctx, cancel := context.WithCancel(ctx)

@@ -1,0 +1,166 @@
+package postgres_test
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/state"
+)
+
+// pollLock tries to take the lock until it succeeds or the deadline
+// passes, and returns the unlock function, or the last error.
+func pollLock(t *testing.T, s state.Store, within time.Duration) (func() error, error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for delay := 20 * time.Millisecond; ; delay = min(2*delay, 250*time.Millisecond) {
+		u, err := s.Lock(t.Context(), testScope, state.NewLockInfo("apply"))
+		if err == nil || time.Now().After(deadline) {
+			return u, err
+		}
+		time.Sleep(delay)
+	}
+}
+
+func TestLockHolderKilledReleasesTheLock(t *testing.T) {
+	t.Parallel()
+	s, dsn := newStore(t)
+	c := startChild(t, "hold", dsn)
+	require.Equal(t, "locked", c.line(t))
+
+	// The parent sees the child as the holder.
+	_, err := s.Lock(t.Context(), testScope, state.NewLockInfo("apply"))
+	var le *state.LockedError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, c.cmd.Process.Pid, le.Holder.PID)
+	assert.Equal(t, "helper-hold", le.Holder.Operation)
+	assert.True(t, errors.Is(err, errcode.Conflict))
+
+	require.NoError(t, c.cmd.Process.Signal(syscall.SIGKILL))
+	_ = c.cmd.Wait()
+	killed := time.Now()
+
+	unlock, err := pollLock(t, s, 10*time.Second)
+	require.NoError(t, err, "the lock of a killed holder must be free within seconds")
+	t.Logf("lock free %v after SIGKILL of its holder", time.Since(killed).Round(time.Millisecond))
+	// The dead holder's info row was overwritten with ours.
+	var pid int
+	require.NoError(t, sql(t, dsn, "SELECT pid FROM openctl_locks WHERE scope = $1", testScope).Scan(&pid))
+	assert.Equal(t, os.Getpid(), pid)
+	require.NoError(t, unlock())
+}
+
+func TestTwoProcessesRaceForTheLock(t *testing.T) {
+	t.Parallel()
+	_, dsn := newStore(t)
+	for round := range 3 {
+		a, b := startChild(t, "race", dsn), startChild(t, "race", dsn)
+		require.Equal(t, "ready", a.line(t))
+		require.Equal(t, "ready", b.line(t))
+		require.NoError(t, a.write("go\n"))
+		require.NoError(t, b.write("go\n"))
+		ra, rb := a.line(t), b.line(t)
+		require.True(t, (ra == "won") != (rb == "won"), "round %d: exactly one must win: %q, %q", round, ra, rb)
+		winner, loser, lost := a, b, rb
+		if rb == "won" {
+			winner, loser, lost = b, a, ra
+		}
+		// The loser got CONFLICT naming the winner.
+		assert.Equal(t, []string{"lost", strconv.Itoa(winner.cmd.Process.Pid), string(errcode.Conflict)}, strings.Fields(lost), "round %d", round)
+		require.NoError(t, loser.cmd.Wait())
+		require.NoError(t, winner.stdin.Close())
+		require.NoError(t, winner.cmd.Wait())
+	}
+}
+
+func TestForceUnlock(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	holder, dsn := newStore(t)
+	other := openStore(t, dsn)
+
+	unlock, err := holder.Lock(ctx, testScope, state.NewLockInfo("apply"))
+	require.NoError(t, err)
+	_, err = other.Lock(ctx, testScope, state.NewLockInfo("delete"))
+	var le *state.LockedError
+	require.ErrorAs(t, err, &le)
+
+	require.NoError(t, other.ForceUnlock(ctx, testScope))
+	var rows int
+	require.NoError(t, sql(t, dsn, "SELECT count(*) FROM openctl_locks").Scan(&rows))
+	assert.Zero(t, rows)
+	u2, err := other.Lock(ctx, testScope, state.NewLockInfo("delete"))
+	require.NoError(t, err, "the lock is free after ForceUnlock")
+
+	// The broken holder's unlock does not disturb the new holder.
+	require.NoError(t, unlock())
+	_, err = holder.Lock(ctx, testScope, state.NewLockInfo("apply"))
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, "delete", le.Holder.Operation)
+	require.NoError(t, u2())
+
+	// Breaking a free lock is harmless.
+	require.NoError(t, other.ForceUnlock(ctx, testScope))
+	require.NoError(t, other.ForceUnlock(ctx, "never-locked"))
+}
+
+func TestStaleLockInfoIsOverwritten(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, dsn := newStore(t)
+	// A row left behind by a holder whose session ended.
+	var one int
+	require.NoError(t, sql(t, dsn, `INSERT INTO openctl_locks (scope, lock_id, who, host, pid, operation, created, backend_pid)
+VALUES ($1, 'old', 'ghost', 'gone-host', 1, 'apply', now() - interval '1 day', 999999) RETURNING 1`, testScope).Scan(&one))
+	unlock, err := s.Lock(ctx, testScope, state.NewLockInfo("apply"))
+	require.NoError(t, err)
+	var who string
+	require.NoError(t, sql(t, dsn, "SELECT who FROM openctl_locks WHERE scope = $1", testScope).Scan(&who))
+	assert.NotEqual(t, "ghost", who)
+	require.NoError(t, unlock())
+}
+
+func TestCloseReleasesHeldLocks(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	_, dsn := newStore(t)
+	a := openStore(t, dsn)
+	b := openStore(t, dsn)
+	unlock, err := a.Lock(ctx, testScope, state.NewLockInfo("apply"))
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+	require.NoError(t, unlock(), "unlock after Close is harmless")
+	u, err := b.Lock(ctx, testScope, state.NewLockInfo("apply"))
+	require.NoError(t, err)
+	require.NoError(t, u())
+}
+
+func TestLockHolderWithoutInfoRow(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	a, dsn := newStore(t)
+	b := openStore(t, dsn)
+	unlock, err := a.Lock(ctx, testScope, state.NewLockInfo("apply"))
+	require.NoError(t, err)
+	defer unlock()
+	var n int
+	require.NoError(t, sql(t, dsn, "WITH d AS (DELETE FROM openctl_locks RETURNING 1) SELECT count(*) FROM d").Scan(&n))
+	require.Equal(t, 1, n)
+
+	// Still locked (the advisory lock is what counts); the error says the
+	// holder is unknown rather than naming a wrong one.
+	start := time.Now()
+	_, err = b.Lock(ctx, testScope, state.NewLockInfo("delete"))
+	var le *state.LockedError
+	require.ErrorAs(t, err, &le)
+	assert.Contains(t, le.Detail, "has not recorded who it is")
+	assert.Less(t, time.Since(start), 10*time.Second)
+}
