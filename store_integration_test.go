@@ -1,0 +1,63 @@
+package openctl_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/openctl/openctl"
+	"github.com/openctl/openctl/secret"
+	"github.com/openctl/openctl/state"
+)
+
+// TestApplyWithFileStore runs the engine on the default persistent store:
+// secrets a provider marks are sealed on disk, and a second engine on the
+// same directory (a later run of the program) sees nothing to do.
+func TestApplyWithFileStore(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	passphrase := func() (secret.Secret, error) { return secret.New("correct horse battery staple"), nil }
+	open := func() state.Store {
+		st, err := state.OpenFile(dir, state.FileOptions{Passphrase: passphrase})
+		require.NoError(t, err)
+		return st
+	}
+	p := newTestProvider()
+	e := newEngine(t, p, openctl.WithStore(open()))
+	_, err := e.Apply(ctx, thing("db", nil), thing("web", map[string]any{"db": ref("db", "status.ip")}))
+	require.NoError(t, err)
+
+	// The provider's status.token is a secret field: sealed, never in plain text.
+	var files []string
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, path)
+		}
+		return err
+	}))
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), "secret-of-web", f)
+		info, err := os.Stat(f)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), f)
+	}
+	assert.FileExists(t, filepath.Join(dir, "test", "Thing", "web.yaml"))
+
+	// A new engine and store on the same directory: unchanged, no writes.
+	writes := p.Calls().Writes()
+	st2 := open()
+	e2 := newEngine(t, p, openctl.WithStore(st2))
+	rep, err := e2.Apply(ctx, thing("db", nil), thing("web", map[string]any{"db": ref("db", "status.ip")}))
+	require.NoError(t, err)
+	assert.Equal(t, 2, rep.Count(openctl.OutcomeUnchanged))
+	assert.Equal(t, writes, p.Calls().Writes())
+	rec, err := st2.Get(ctx, thingID("web"))
+	require.NoError(t, err)
+	assert.Equal(t, "secret-of-web", rec.Secrets["status.token"].Reveal())
+}
