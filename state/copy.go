@@ -38,15 +38,17 @@ func Copy(ctx context.Context, from, to RawStore) (n int, err error) {
 	}
 	defer func() { err = joinUnlock(err, unlockTo, "target") }()
 
+	// Export first: a store may create its key while exporting (Memory
+	// seals its secrets then).
+	recs, err := from.ExportRaw(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("state: copy: reading the source: %w", err)
+	}
 	key, err := from.Key(ctx)
 	if errors.Is(err, errcode.NotFound) {
 		key = nil
 	} else if err != nil {
 		return 0, fmt.Errorf("state: copy: reading the source's key: %w", err)
-	}
-	recs, err := from.ExportRaw(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("state: copy: reading the source: %w", err)
 	}
 	existing, err := to.ExportRaw(ctx)
 	if err != nil {

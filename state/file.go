@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
@@ -125,7 +124,7 @@ func OpenFile(dir string, opts FileOptions) (*FileStore, error) {
 		return nil, errcode.Wrap(errcode.Invalid, "state: creating the lock directory", err)
 	}
 	s := &FileStore{dir: abs, log: log}
-	s.keys.passphrase = opts.Passphrase
+	s.keys.passphrase = seal.PassphraseOnce(opts.Passphrase)
 	return s, nil
 }
 
@@ -245,28 +244,12 @@ func (s *FileStore) Put(ctx context.Context, rec *Record) (*Record, error) {
 	if other != nil {
 		return nil, errcode.New(errcode.Conflict, fmt.Sprintf("state: %s is stored as %s/%s/%s (file %s); one resource cannot be kept at two apiVersions", id, other.APIVersion, other.Kind, other.Name, path))
 	}
-	var cur int64
+	var prev *version
 	if old != nil {
-		cur = old.Generation
+		prev = &version{old.Generation, old.CreatedAt, old.Lineage}
 	}
-	if rec.Generation != cur {
-		return nil, &GenerationError{ID: id, Expected: rec.Generation, Actual: cur}
-	}
-	now := time.Now().UTC()
-	c.Generation = cur + 1
-	c.UpdatedAt = now
-	if old != nil {
-		c.CreatedAt = old.CreatedAt
-		if c.Lineage == "" {
-			c.Lineage = old.Lineage
-		}
-	} else {
-		if c.CreatedAt.IsZero() {
-			c.CreatedAt = now
-		}
-		if c.Lineage == "" {
-			c.Lineage = NewID()
-		}
+	if err := c.advance(prev); err != nil {
+		return nil, err
 	}
 	var sealed *seal.Sealed
 	if len(c.Secrets) > 0 {
@@ -394,7 +377,7 @@ func (s *FileStore) List(ctx context.Context, f Filter) ([]*Record, error) {
 	}
 	recs, err := eachFile(ctx, files, func(rf recordFile) (*Record, error) {
 		fr, err := rf.read()
-		if err != nil {
+		if err != nil || fr == nil {
 			return nil, err
 		}
 		if !f.Match(fr.record()) {
@@ -417,9 +400,13 @@ type recordFile struct {
 }
 
 // read reads and parses the record file, checking that it holds the
-// record its path names.
+// record its path names. A file deleted since it was listed (by another
+// process) is (nil, nil): gone, not an error.
 func (rf recordFile) read() (*fileRecord, error) {
 	data, err := os.ReadFile(rf.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, "state: reading record file "+rf.path, err)
 	}
@@ -577,7 +564,9 @@ func (s *FileStore) loadKey() (*seal.KeyFile, error) {
 func (s *FileStore) readingKey(id manifest.ID) (*seal.Keyring, error) {
 	kf, err := s.loadKey()
 	if errcode.Is(err, errcode.NotFound) {
-		return nil, errcode.Wrap(errcode.Invalid, fmt.Sprintf("state: %s has sealed secrets but the store has no key file", id.Short()), err)
+		// Not wrapped: the record exists, so NotFound must not stay in the
+		// chain (the engine would take the record for absent).
+		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("state: %s has sealed secrets but the store has no key file (%v)", id.Short(), err))
 	}
 	if err != nil {
 		return nil, err

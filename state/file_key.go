@@ -1,10 +1,8 @@
 package state
 
 import (
-	"fmt"
 	"sync"
 
-	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/secret"
 	"github.com/openctl/openctl/state/seal"
 )
@@ -15,33 +13,16 @@ import (
 // however many records it seals and opens. FileStore and Memory use it. It
 // is safe for concurrent use.
 type keyring struct {
-	passphrase func() (secret.Secret, error) // nil means seal.Passphrase
+	passphrase func() (secret.Secret, error) // seal.PassphraseOnce: asks at most once
 
-	mu      sync.Mutex      // guards the fields below
-	asked   bool            // passphrase was called
-	pass    secret.Secret   // its answer
-	passErr error           // or its failure
-	rings   []*seal.Keyring // the keys unlocked or created, usually one
-	bad     *seal.KeyFile   // a key file the passphrase failed to unlock
-	badErr  error           // and why
+	mu     sync.Mutex      // guards the fields below
+	rings  []*seal.Keyring // the keys unlocked or created, usually one
+	bad    *seal.KeyFile   // a key file the passphrase failed to unlock
+	badErr error           // and why
 }
 
-// secret returns the passphrase, calling the passphrase function the first
-// time only. k.mu must be held.
-func (k *keyring) secret() (secret.Secret, error) {
-	if !k.asked {
-		k.asked = true
-		get := k.passphrase
-		if get == nil {
-			get = seal.Passphrase
-		}
-		k.pass, k.passErr = get()
-		if k.passErr == nil && k.pass.IsZero() {
-			k.passErr = errcode.New(errcode.Invalid, fmt.Sprintf("state: the state passphrase is empty (%s / %s)", seal.EnvPassphrase, seal.EnvPassphraseFile))
-		}
-	}
-	return k.pass, k.passErr
-}
+// secret returns the passphrase; k.passphrase is memoized (seal.PassphraseOnce).
+func (k *keyring) secret() (secret.Secret, error) { return k.passphrase() }
 
 // unlock returns the data key sealed in kf, running the passphrase
 // derivation only if no key matching kf was unlocked before.

@@ -33,7 +33,7 @@ func (s *FileStore) ExportRaw(ctx context.Context) ([]RawRecord, error) {
 	}
 	out, err := eachFile(ctx, files, func(rf recordFile) (RawRecord, error) {
 		fr, err := rf.read()
-		if err != nil {
+		if err != nil || fr == nil {
 			return RawRecord{}, err
 		}
 		return RawRecord{Record: fr.record(), Sealed: fr.Secrets}, nil
@@ -41,6 +41,7 @@ func (s *FileStore) ExportRaw(ctx context.Context) ([]RawRecord, error) {
 	if err != nil {
 		return nil, err
 	}
+	out = slices.DeleteFunc(out, func(r RawRecord) bool { return r.Record == nil }) // deleted meanwhile
 	slices.SortFunc(out, func(a, b RawRecord) int { return a.Record.ID().Compare(b.Record.ID()) })
 	return out, nil
 }
@@ -86,6 +87,12 @@ func (s *FileStore) ImportRaw(ctx context.Context, key *seal.KeyFile, recs []Raw
 	for i, rr := range recs {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		id := rr.Record.ID()
+		if _, other, err := readRecord(paths[i], id); err != nil {
+			return err
+		} else if other != nil {
+			return errcode.New(errcode.Conflict, fmt.Sprintf("state: import: %s is stored as %s/%s/%s (file %s); one resource cannot be kept at two apiVersions", id, other.APIVersion, other.Kind, other.Name, paths[i]))
 		}
 		if err := s.writeRecord(paths[i], toFile(rr.Record, rr.Sealed)); err != nil {
 			return err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
@@ -52,6 +51,7 @@ func NewMemory(opts ...MemoryOption) *Memory {
 	for _, o := range opts {
 		o(m)
 	}
+	m.keys.passphrase = seal.PassphraseOnce(m.keys.passphrase)
 	return m
 }
 
@@ -85,30 +85,13 @@ func (m *Memory) Put(ctx context.Context, rec *Record) (*Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	id := rec.ID()
-	var cur int64
-	old, exists := m.records[id]
-	if exists {
-		cur = old.Generation
-	}
-	if rec.Generation != cur {
-		return nil, &GenerationError{ID: id, Expected: rec.Generation, Actual: cur}
+	var prev *version
+	if old, ok := m.records[id]; ok {
+		prev = &version{old.Generation, old.CreatedAt, old.Lineage}
 	}
 	c := rec.Clone()
-	c.Generation = cur + 1
-	now := time.Now().UTC()
-	c.UpdatedAt = now
-	if exists {
-		c.CreatedAt = old.CreatedAt
-		if c.Lineage == "" {
-			c.Lineage = old.Lineage
-		}
-	} else {
-		if c.CreatedAt.IsZero() {
-			c.CreatedAt = now
-		}
-		if c.Lineage == "" {
-			c.Lineage = NewID()
-		}
+	if err := c.advance(prev); err != nil {
+		return nil, err
 	}
 	m.records[id] = c
 	return c.Clone(), nil

@@ -101,6 +101,51 @@ func (r *Record) Clone() *Record {
 	return &c
 }
 
+// version is what a store keeps of the stored version of a record when
+// writing the next one.
+type version struct {
+	generation int64
+	created    time.Time
+	lineage    string
+}
+
+// advance checks r.Generation against the stored version (nil: none yet)
+// — a mismatch is a *GenerationError — and stamps r as the next version:
+// generation + 1, UpdatedAt now, CreatedAt and Lineage kept (or set for a
+// new record, unless r carries them, as a copied record does).
+func (r *Record) advance(prev *version) error {
+	var cur int64
+	if prev != nil {
+		cur = prev.generation
+	}
+	if r.Generation != cur {
+		return &GenerationError{ID: r.ID(), Expected: r.Generation, Actual: cur}
+	}
+	if prev != nil && r.Lineage != "" && r.Lineage != prev.lineage {
+		// Same generation, another record: it was deleted and created
+		// again since the writer read it.
+		return &GenerationError{ID: r.ID(), Expected: r.Generation, Actual: cur, Recreated: true}
+	}
+	now := time.Now().UTC()
+	r.Generation = cur + 1
+	r.UpdatedAt = now
+	switch {
+	case prev != nil:
+		r.CreatedAt = prev.created
+		if r.Lineage == "" {
+			r.Lineage = prev.lineage
+		}
+	default:
+		if r.CreatedAt.IsZero() {
+			r.CreatedAt = now
+		}
+		if r.Lineage == "" {
+			r.Lineage = NewID()
+		}
+	}
+	return nil
+}
+
 // Filter selects records in List. Zero fields match everything.
 type Filter struct {
 	// Provider matches the apiVersion group ("proxmox").
@@ -232,10 +277,16 @@ type GenerationError struct {
 	ID       manifest.ID
 	Expected int64
 	Actual   int64
+	// Recreated is true when the generations match but the record was
+	// deleted and created again (its lineage differs) since it was read.
+	Recreated bool
 }
 
 // Error names the record and both generations.
 func (e *GenerationError) Error() string {
+	if e.Recreated {
+		return fmt.Sprintf("state: %s was deleted and created again since it was read (another lineage at generation %d)", e.ID.Short(), e.Actual)
+	}
 	return fmt.Sprintf("state: %s changed concurrently: expected generation %d, found %d", e.ID.Short(), e.Expected, e.Actual)
 }
 

@@ -1,8 +1,10 @@
 package seal
 
 import (
+	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/secret"
@@ -45,4 +47,22 @@ func Passphrase() (secret.Secret, error) {
 		return secret.Secret{}, errcode.New(errcode.Invalid, "seal: the state passphrase file "+path+" ("+EnvPassphraseFile+") is empty")
 	}
 	return secret.New(s), nil
+}
+
+// PassphraseOnce returns a function that asks get (nil: [Passphrase]) for the
+// passphrase the first time it is called and returns that same answer —
+// the passphrase, or the error, an empty passphrase being an Invalid error —
+// every time after. It is safe for concurrent use; stores use it so that a
+// passphrase prompt or file read happens at most once per store.
+func PassphraseOnce(get func() (secret.Secret, error)) func() (secret.Secret, error) {
+	if get == nil {
+		get = Passphrase
+	}
+	return sync.OnceValues(func() (secret.Secret, error) {
+		p, err := get()
+		if err == nil && p.IsZero() {
+			err = errcode.New(errcode.Invalid, fmt.Sprintf("seal: the state passphrase is empty (%s / %s)", EnvPassphrase, EnvPassphraseFile))
+		}
+		return p, err
+	})
 }
