@@ -547,17 +547,19 @@ func TestFileStoreTamperedSecrets(t *testing.T) {
 	}
 }
 
-// flipAfter changes the character after the first marker in data.
+// flipAfter changes a character after the first marker in data to another
+// value in both hex and base64 ('0' and '1'; a case change such as a → A
+// would leave a hex MAC's value unchanged).
 func flipAfter(t *testing.T, data []byte, marker string) []byte {
 	t.Helper()
 	i := bytes.Index(data, []byte(marker))
 	require.Positive(t, i, marker)
 	d := bytes.Clone(data)
 	j := i + len(marker) + 5
-	if d[j] == 'A' {
-		d[j] = 'B'
+	if d[j] == '0' {
+		d[j] = '1'
 	} else {
-		d[j] = 'A'
+		d[j] = '0'
 	}
 	return d
 }

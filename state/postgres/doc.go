@@ -59,9 +59,11 @@
 //     backend pid.
 //
 // Put is a single conditional statement — INSERT ... ON CONFLICT DO
-// NOTHING for generation 0, UPDATE ... WHERE generation = $expected
-// otherwise — so concurrent writers on any number of hosts get a
-// *state.GenerationError (errcode.Conflict), never a lost update. The
+// NOTHING for generation 0, UPDATE ... WHERE generation = $expected (and
+// lineage = $lineage, so a copy read before the record was deleted and
+// recreated is stale even at the same generation) otherwise — so
+// concurrent writers on any number of hosts get a *state.GenerationError
+// (errcode.Conflict), never a lost update. The
 // write also checks, holding the key row FOR SHARE, that the key that
 // sealed the record's secrets is still the store's key.
 //
@@ -93,7 +95,9 @@
 // time. (It checks in pg_locks that the row belongs to the session holding
 // the lock; a row left by an earlier holder is not reported as the
 // holder's.) unlock deletes the row, releases the advisory lock and
-// closes the connection.
+// closes the connection. If the lock was lost while held — its connection
+// broke, or ForceUnlock ended its session — another client may have held
+// it meanwhile, and unlock returns an errcode.Conflict error saying so.
 //
 // The lock lives as long as the holder's session. A holder process that
 // exits or is killed closes its connection and the server releases the
@@ -103,7 +107,8 @@
 // lock by hand. [Store.ForceUnlock] exists for a holder that is alive but
 // stuck: it terminates the holding session (pg_terminate_backend, which
 // needs the holder's role, pg_signal_backend or superuser), waits until
-// the lock is released, and deletes the row; the CLI exposes it as
+// the lock is released, and deletes that holder's row (not one a new
+// holder wrote meanwhile); the CLI exposes it as
 // openctl state force-unlock.
 //
 // # Tests

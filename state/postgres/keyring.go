@@ -21,33 +21,16 @@ import (
 // concurrent use.
 type keyring struct {
 	store      *Store
-	passphrase func() (secret.Secret, error) // nil means seal.Passphrase
+	passphrase func() (secret.Secret, error) // seal.PassphraseOnce: asks at most once
 
-	mu      sync.Mutex    // guards the fields below; held across a derivation
-	asked   bool          // passphrase was called
-	pass    secret.Secret // its answer
-	passErr error         // or its failure
-	ring    *seal.Keyring // the key last unlocked or created
-	bad     *seal.KeyFile // a key the passphrase failed to unlock
-	badErr  error         // and why
+	mu     sync.Mutex    // guards the fields below; held across a derivation
+	ring   *seal.Keyring // the key last unlocked or created
+	bad    *seal.KeyFile // a key the passphrase failed to unlock
+	badErr error         // and why
 }
 
-// secret returns the passphrase, calling the passphrase function the first
-// time only. k.mu must be held.
-func (k *keyring) secret() (secret.Secret, error) {
-	if !k.asked {
-		k.asked = true
-		get := k.passphrase
-		if get == nil {
-			get = seal.Passphrase
-		}
-		k.pass, k.passErr = get()
-		if k.passErr == nil && k.pass.IsZero() {
-			k.passErr = errcode.New(errcode.Invalid, fmt.Sprintf("postgres: the state passphrase is empty (%s / %s)", seal.EnvPassphrase, seal.EnvPassphraseFile))
-		}
-	}
-	return k.pass, k.passErr
-}
+// secret returns the passphrase; k.passphrase is memoized (seal.PassphraseOnce).
+func (k *keyring) secret() (secret.Secret, error) { return k.passphrase() }
 
 // get returns the keyring for the key stored in the database and the key's
 // Check. With create, a database without a key gets a new one sealed with

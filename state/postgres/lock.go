@@ -30,10 +30,17 @@ func lockKey(scope string) int64 { return advisoryKey("lock\x00" + scope) }
 // holderSQL finds the backend holding the advisory lock with key
 // ($1 >> 32, $1 & 0xffffffff) in this database: how pg_locks shows a
 // session lock taken with a bigint key.
-const holderSQL = `SELECT l.pid FROM pg_locks l
-WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+const holderSQL = `SELECT l.pid FROM pg_locks l WHERE ` + holderCond
+
+// holderCond is holderSQL's condition on pg_locks l.
+const holderCond = `l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
   AND l.classid::bigint = ($1::bigint >> 32) & 4294967295 AND l.objid::bigint = $1::bigint & 4294967295`
+
+// forceDeleteSQL deletes the info row of the lock with key $1 on scope $2
+// unless its backend holds the advisory lock now.
+const forceDeleteSQL = `DELETE FROM openctl_locks WHERE scope = $2
+  AND NOT EXISTS (SELECT 1 FROM pg_locks l WHERE ` + holderCond + ` AND l.pid = openctl_locks.backend_pid)`
 
 // heldLock is a lock this Store holds: the dedicated connection whose
 // session holds the advisory lock.
@@ -174,14 +181,21 @@ func (s *Store) holder(ctx context.Context, q querier, scope string, key int64) 
 }
 
 // unlock releases the lock: deletes its info row, releases the advisory
-// lock and closes the connection. Later calls return the first's result.
+// lock and closes the connection. If the lock was lost while held — the
+// connection broke (network trouble, keepalives expired, ForceUnlock
+// terminated the session) or pg_advisory_unlock reports that the session
+// no longer held it — another client may have taken the lock and run in
+// the meantime, and unlock returns lostLockError (errcode.Conflict) so the
+// holder does not take its work for protected. unlock is idempotent:
+// later calls return the first call's result (nil or the same error).
 func (l *heldLock) unlock() error {
 	l.once.Do(func() {
 		ctx, cancel := context.WithTimeout(l.base, releaseTimeout)
 		defer cancel()
+		released := false
 		_, err := l.conn.Exec(ctx, "DELETE FROM openctl_locks WHERE scope = $1 AND lock_id = $2", l.scope, l.id)
 		if err == nil {
-			_, err = l.conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", l.key)
+			err = l.conn.QueryRow(ctx, "SELECT pg_advisory_unlock($1)", l.key).Scan(&released)
 		}
 		broken := l.conn.IsClosed()
 		_ = l.conn.Close(ctx)
@@ -189,29 +203,50 @@ func (l *heldLock) unlock() error {
 		delete(l.s.held, l)
 		l.s.mu.Unlock()
 		switch {
+		case err == nil && released:
 		case err == nil:
+			// The session is alive but did not hold the advisory lock.
+			l.err = l.lostLockError(nil)
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+			// The server did not answer in time: closing the connection
+			// ends the session, which releases the lock.
+			l.err = l.s.dbErr("releasing lock "+l.scope, err)
 		case broken:
 			// The session is gone (ForceUnlock terminated it, or the
-			// connection broke): the server has released, or will release
-			// once keepalives notice, the advisory lock with it.
-			l.s.log.Warn("postgres: the connection holding a state lock was lost before unlock; the server releases the lock with the session",
-				"scope", l.scope, "database", l.s.where, "err", err)
+			// connection broke): the server released, or will release once
+			// keepalives notice, the advisory lock with it — possibly long
+			// ago, and another client may have held it since.
+			l.err = l.lostLockError(err)
 		default:
 			// Closing the connection ended the session, which releases the
 			// lock; the info row may remain, and the next holder
 			// overwrites it.
 			l.err = l.s.dbErr("releasing lock "+l.scope, err)
 		}
+		if l.err != nil {
+			l.s.log.Warn("postgres: releasing a state lock failed", "scope", l.scope, "database", l.s.where, "err", l.err)
+		}
 	})
 	return l.err
+}
+
+// lostLockError reports a lock lost while held; cause is why (nil: the
+// session did not hold the advisory lock at unlock).
+func (l *heldLock) lostLockError(cause error) error {
+	msg := fmt.Sprintf("postgres: the lock on scope %q was lost while held (connection closed or force-unlocked); another client may have run meanwhile", l.scope)
+	if cause == nil {
+		return errcode.New(errcode.Conflict, msg)
+	}
+	return errcode.Wrap(errcode.Conflict, msg, cause)
 }
 
 // ForceUnlock breaks the lock on scope, whoever holds it: it terminates
 // the holding session (pg_terminate_backend, which needs the holder's role
 // or pg_signal_backend), waits until the advisory lock is released, and
-// deletes the lock-info row. The holder, if still running, loses its lock
-// without notice: use it only when the holder is known to be gone or
-// stuck (openctl state force-unlock). Breaking a lock nobody holds is not
+// deletes the lock-info row (unless a new holder wrote it meanwhile). The
+// holder, if still running, loses its lock without notice until its
+// unlock, which then returns an errcode.Conflict error: use it only when
+// the holder is known to be gone or stuck (openctl state force-unlock). Breaking a lock nobody holds is not
 // an error.
 func (s *Store) ForceUnlock(ctx context.Context, scope string) error {
 	if err := ctx.Err(); err != nil {
@@ -250,7 +285,16 @@ func (s *Store) ForceUnlock(ctx context.Context, scope string) error {
 			}
 		}
 	}
-	if _, err := conn.Exec(ctx, "DELETE FROM openctl_locks WHERE scope = $1", scope); err != nil {
+	if s.forceTerminated != nil {
+		s.forceTerminated()
+	}
+	// Delete the info row unless it is the current holder's: a client may
+	// have taken the lock (and written its row) since the holder ended, and
+	// its row must stay. Deleting only rows whose backend does not hold the
+	// advisory lock now removes the terminated holder's row (and any stale
+	// one) but never a live holder's, which writes its row only once it
+	// holds the lock.
+	if _, err := conn.Exec(ctx, forceDeleteSQL, key, scope); err != nil {
 		return s.dbErr("deleting the information of lock "+scope, err)
 	}
 	if backend != 0 {

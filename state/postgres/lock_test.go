@@ -14,6 +14,7 @@ import (
 
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/state"
+	"github.com/openctl/openctl/state/postgres"
 )
 
 // pollLock tries to take the lock until it succeeds or the deadline
@@ -100,8 +101,12 @@ func TestForceUnlock(t *testing.T) {
 	u2, err := other.Lock(ctx, testScope, state.NewLockInfo("delete"))
 	require.NoError(t, err, "the lock is free after ForceUnlock")
 
-	// The broken holder's unlock does not disturb the new holder.
-	require.NoError(t, unlock())
+	// The broken holder's unlock reports the lost lock and does not
+	// disturb the new holder.
+	err = unlock()
+	require.Error(t, err)
+	assert.Equal(t, errcode.Conflict, errcode.Of(err), "got %v", err)
+	assert.Contains(t, err.Error(), "was lost while held")
 	_, err = holder.Lock(ctx, testScope, state.NewLockInfo("apply"))
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, "delete", le.Holder.Operation)
@@ -163,4 +168,86 @@ func TestLockHolderWithoutInfoRow(t *testing.T) {
 	require.ErrorAs(t, err, &le)
 	assert.Contains(t, le.Detail, "has not recorded who it is")
 	assert.Less(t, time.Since(start), 10*time.Second)
+}
+
+// A holder whose lock connection drops (here: its backend is terminated)
+// loses the lock; another client can take it. The holder's unlock must
+// say so rather than report a clean release.
+func TestUnlockReportsALostLock(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	a, dsn := newStore(t)
+	b := openStore(t, dsn)
+	unlock, err := a.Lock(ctx, testScope, state.NewLockInfo("apply"))
+	require.NoError(t, err)
+
+	var terminated bool
+	require.NoError(t, sql(t, dsn, "SELECT pg_terminate_backend(backend_pid) FROM openctl_locks WHERE scope = $1", testScope).Scan(&terminated))
+	require.True(t, terminated)
+	unlockB, err := pollLock(t, b, 10*time.Second)
+	require.NoError(t, err, "the lock is free once the holder's session ended")
+
+	err = unlock()
+	require.Error(t, err, "a's unlock must report the lost lock")
+	assert.Equal(t, errcode.Conflict, errcode.Of(err), "got %v", err)
+	assert.Contains(t, err.Error(), `the lock on scope "default" was lost while held`)
+	assert.Contains(t, err.Error(), "another client may have run meanwhile")
+	// Idempotent: a second call returns the same error.
+	assert.Equal(t, err, unlock())
+
+	// a's failed unlock left b's lock and info row alone.
+	_, err = a.Lock(ctx, testScope, state.NewLockInfo("delete"))
+	var le *state.LockedError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, "apply", le.Holder.Operation)
+	assert.Empty(t, le.Detail, "b's info row is intact")
+	require.NoError(t, unlockB())
+	require.NoError(t, unlockB(), "unlock is idempotent")
+}
+
+// A lock released normally is not reported lost, and a second unlock is a
+// no-op.
+func TestUnlockTwiceIsHarmless(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	unlock, err := s.Lock(t.Context(), testScope, state.NewLockInfo("apply"))
+	require.NoError(t, err)
+	require.NoError(t, unlock())
+	require.NoError(t, unlock())
+}
+
+// ForceUnlock must delete only the terminated holder's info row: a client
+// that takes the lock after the holder's session ended and before the row
+// is deleted keeps its row.
+func TestForceUnlockKeepsANewHoldersRow(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	holder, dsn := newStore(t)
+	breaker := openStore(t, dsn)
+	newcomer := openStore(t, dsn)
+	observer := openStore(t, dsn)
+
+	unlock, err := holder.Lock(ctx, testScope, state.NewLockInfo("apply"))
+	require.NoError(t, err)
+	var unlockNew func() error
+	var hookErr error
+	postgres.SetForceTerminatedHook(breaker, func() {
+		unlockNew, hookErr = newcomer.Lock(ctx, testScope, state.NewLockInfo("newcomer"))
+	})
+	require.NoError(t, breaker.ForceUnlock(ctx, testScope))
+	require.NoError(t, hookErr, "the lock is free once the holder was terminated")
+	require.NotNil(t, unlockNew)
+
+	var op string
+	require.NoError(t, sql(t, dsn, "SELECT operation FROM openctl_locks WHERE scope = $1", testScope).Scan(&op),
+		"the new holder's info row survives ForceUnlock")
+	assert.Equal(t, "newcomer", op)
+	_, err = observer.Lock(ctx, testScope, state.NewLockInfo("delete"))
+	var le *state.LockedError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, "newcomer", le.Holder.Operation)
+	assert.Empty(t, le.Detail)
+
+	assert.Equal(t, errcode.Conflict, errcode.Of(unlock()), "the terminated holder learns it lost the lock")
+	require.NoError(t, unlockNew())
 }

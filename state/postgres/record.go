@@ -245,15 +245,19 @@ SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, $13, $14, $15
 WHERE ` + keyGuard(16) + `
 ON CONFLICT (provider, kind, name) DO NOTHING`
 
+	// $13 is the lineage the writer read ("": any). Matching it as well as
+	// the generation rejects a write from a copy of a record that was
+	// deleted and recreated (to the same generation) since it was read.
 	updateSQL = `UPDATE openctl_records SET labels = $5, spec = $6, spec_hash = $7, status = $8, owner = $9, children = $10,
-	secrets_ciphertext = $11, secrets_mac = $12, generation = generation + 1,
-	lineage = CASE WHEN $13 = '' THEN lineage ELSE $13 END, updated_at = $14
-WHERE provider = $4 AND kind = $2 AND name = $3 AND apiversion = $1 AND generation = $15 AND ` + keyGuard(16) + `
+	secrets_ciphertext = $11, secrets_mac = $12, generation = generation + 1, updated_at = $14
+WHERE provider = $4 AND kind = $2 AND name = $3 AND apiversion = $1 AND generation = $15 AND ($13 = '' OR lineage = $13) AND ` + keyGuard(16) + `
 RETURNING generation, lineage, created_at`
 )
 
 // Put stores rec if rec.Generation equals the stored generation (0: the
-// record must not exist), as one conditional INSERT or UPDATE; otherwise
+// record must not exist) and, when rec.Lineage is set, rec.Lineage equals
+// the stored lineage (so a copy read before the record was deleted and
+// recreated is stale too), as one conditional INSERT or UPDATE; otherwise
 // it returns a *state.GenerationError and changes nothing. Secrets are
 // sealed with the store's data key (created, from the passphrase, by the
 // first Put that has secrets).
@@ -320,7 +324,7 @@ func (s *Store) Put(ctx context.Context, rec *state.Record) (*state.Record, erro
 			if tag.RowsAffected() == 1 {
 				return out, nil
 			}
-			if err := s.putFailed(ctx, id, 0, c.keyCheck); err != nil {
+			if err := s.putFailed(ctx, id, 0, "", c.keyCheck); err != nil {
 				return nil, err
 			}
 		}
@@ -331,7 +335,7 @@ func (s *Store) Put(ctx context.Context, rec *state.Record) (*state.Record, erro
 		c.owner, c.children, c.ciphertext, c.mac, rec.Lineage, now, rec.Generation, c.keyCheck).
 		Scan(&out.Generation, &out.Lineage, &out.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		if err := s.putFailed(ctx, id, rec.Generation, c.keyCheck); err != nil {
+		if err := s.putFailed(ctx, id, rec.Generation, rec.Lineage, c.keyCheck); err != nil {
 			return nil, err
 		}
 		// Deleted and recreated up to the same generation in between.
@@ -345,21 +349,27 @@ func (s *Store) Put(ctx context.Context, rec *state.Record) (*state.Record, erro
 }
 
 // putFailed explains a Put that changed no row: the stored generation
-// differs (a *state.GenerationError), or the data key was replaced since
-// the secrets were sealed. It returns nil if neither is the case (the row
-// changed in between; the caller decides).
-func (s *Store) putFailed(ctx context.Context, id manifest.ID, expected int64, keyCheck string) error {
+// differs, or the stored lineage differs from lineage ("": not checked) —
+// the record was deleted and recreated — (a *state.GenerationError, in the
+// second case wrapped in a message saying so), or the data key was
+// replaced since the secrets were sealed. It returns nil if none is the
+// case (the row changed in between; the caller decides).
+func (s *Store) putFailed(ctx context.Context, id manifest.ID, expected int64, lineage, keyCheck string) error {
 	var (
-		cur        int64
-		apiVersion string
+		cur                    int64
+		apiVersion, curLineage string
 	)
-	err := s.pool.QueryRow(ctx, "SELECT generation, apiversion FROM openctl_records WHERE provider = $1 AND kind = $2 AND name = $3",
-		id.Group(), id.Kind, id.Name).Scan(&cur, &apiVersion)
+	err := s.pool.QueryRow(ctx, "SELECT generation, apiversion, lineage FROM openctl_records WHERE provider = $1 AND kind = $2 AND name = $3",
+		id.Group(), id.Kind, id.Name).Scan(&cur, &apiVersion, &curLineage)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return s.dbErr("reading "+id.Short(), err)
 	}
 	if apiVersion != "" && apiVersion != id.APIVersion {
 		return errcode.New(errcode.Conflict, fmt.Sprintf("postgres: %s is stored as %s/%s/%s; one resource cannot be kept at two apiVersions", id, apiVersion, id.Kind, id.Name))
+	}
+	if cur != 0 && lineage != "" && curLineage != lineage {
+		return fmt.Errorf("postgres: %s was deleted and recreated since it was read (lineage %s, now %s): %w",
+			id.Short(), lineage, curLineage, &state.GenerationError{ID: id, Expected: expected, Actual: cur, Recreated: true})
 	}
 	if cur != expected {
 		return &state.GenerationError{ID: id, Expected: expected, Actual: cur}

@@ -19,6 +19,7 @@ import (
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/secret"
 	"github.com/openctl/openctl/state"
+	"github.com/openctl/openctl/state/seal"
 )
 
 // EnvDSN is the environment variable Open reads when given no DSN.
@@ -63,6 +64,10 @@ type Store struct {
 	mu     sync.Mutex         // guards held and closed
 	held   map[*heldLock]bool // locks this Store holds
 	closed bool               // Close was called
+
+	// forceTerminated, if set (by tests), runs in ForceUnlock after the
+	// holder's session has ended and before its info row is deleted.
+	forceTerminated func()
 }
 
 var (
@@ -126,7 +131,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		lockConf: lockConf,
 		where:    where,
 		log:      opts.Logger,
-		keys:     keyring{passphrase: opts.Passphrase},
+		keys:     keyring{passphrase: seal.PassphraseOnce(opts.Passphrase)},
 		held:     map[*heldLock]bool{},
 	}
 	if s.log == nil {

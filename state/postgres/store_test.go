@@ -463,3 +463,54 @@ func TestCopyFromFileStore(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, *fk, *pk, "the key is moved verbatim")
 }
+
+// A copy read before the record was deleted and recreated has the same
+// generation as the new record but another lineage: writing it is stale
+// (ABA), not an overwrite of the new record.
+func TestPutOfCopyFromBeforeDeleteAndRecreateIsStale(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, _ := newStore(t)
+	rec := func(hash string) *state.Record {
+		return &state.Record{APIVersion: "test.openctl.io/v1", Kind: "Thing", Name: "a", SpecHash: hash}
+	}
+	old, err := s.Put(ctx, rec("old"))
+	require.NoError(t, err)
+	require.NoError(t, s.Delete(ctx, old.ID()))
+	recreated, err := s.Put(ctx, rec("new"))
+	require.NoError(t, err)
+	require.Equal(t, old.Generation, recreated.Generation, "the scenario needs the same generation")
+	require.NotEqual(t, old.Lineage, recreated.Lineage)
+
+	stale := old.Clone()
+	stale.SpecHash = "stale"
+	_, err = s.Put(ctx, stale)
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, errcode.Conflict), "got %v", err)
+	assert.Equal(t, errcode.Conflict, errcode.Of(err))
+	var ge *state.GenerationError
+	require.ErrorAs(t, err, &ge)
+	assert.Equal(t, int64(1), ge.Expected)
+	assert.Equal(t, int64(1), ge.Actual)
+	assert.Contains(t, err.Error(), "deleted and recreated")
+
+	got, err := s.Get(ctx, old.ID())
+	require.NoError(t, err)
+	assert.Equal(t, "new", got.SpecHash, "the recreated record is untouched")
+	assert.Equal(t, recreated.Lineage, got.Lineage)
+	assert.Equal(t, int64(1), got.Generation)
+
+	// A copy of the recreated record (its lineage) still writes, and so
+	// does one without a lineage.
+	upd := recreated.Clone()
+	upd.SpecHash = "newer"
+	upd, err = s.Put(ctx, upd)
+	require.NoError(t, err)
+	assert.Equal(t, recreated.Lineage, upd.Lineage)
+	anon := upd.Clone()
+	anon.Lineage = ""
+	anon, err = s.Put(ctx, anon)
+	require.NoError(t, err)
+	assert.Equal(t, recreated.Lineage, anon.Lineage, "a Put without a lineage keeps the stored one")
+	assert.Equal(t, int64(3), anon.Generation)
+}

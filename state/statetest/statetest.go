@@ -127,6 +127,29 @@ func RunConformance(t *testing.T, newStore func(t *testing.T) state.Store) {
 		assert.Equal(t, "10.0.0.1", again.Status["ip"])
 	})
 
+	t.Run("StalePutAfterDeleteAndRecreate", func(t *testing.T) {
+		s := newStore(t)
+		old, err := s.Put(ctx, rec("a"))
+		require.NoError(t, err)
+		require.NoError(t, s.Delete(ctx, old.ID()))
+		recreated := rec("a")
+		recreated.SpecHash = "recreated"
+		now, err := s.Put(ctx, recreated)
+		require.NoError(t, err)
+		require.Equal(t, old.Generation, now.Generation, "same generation, another record")
+		stale := old.Clone()
+		stale.SpecHash = "stale"
+		_, err = s.Put(ctx, stale)
+		require.Error(t, err, "a writer holding the deleted record must not overwrite the new one")
+		assert.True(t, errors.Is(err, errcode.Conflict), "got %v", err)
+		var ge *state.GenerationError
+		assert.ErrorAs(t, err, &ge)
+		got, err := s.Get(ctx, old.ID())
+		require.NoError(t, err)
+		assert.Equal(t, "recreated", got.SpecHash)
+		assert.Equal(t, now.Lineage, got.Lineage)
+	})
+
 	t.Run("DeleteMissingIsNotAnError", func(t *testing.T) {
 		s := newStore(t)
 		require.NoError(t, s.Delete(ctx, rec("nope").ID()))
