@@ -1,0 +1,36 @@
+package apischema_test
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/openctl/openctl/proxmox/proxmoxtest/internal/apischema"
+)
+
+func ExampleOperation_Validate() {
+	s, err := apischema.Load("../../../../../shared/proxmox-api/apidoc.js.gz")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	op, ok := s.Lookup("POST", "/api2/json/nodes/pve1/qemu/abc/clone")
+	if !ok {
+		fmt.Println("not in the schema")
+		return
+	}
+	fmt.Println(op.Method, op.Path, op.PathParams)
+	errs := op.Validate(map[string]string{"full": "true"})
+	names := make([]string, 0, len(errs))
+	for name := range errs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Printf("%s: %s\n", name, errs[name])
+	}
+	// Output:
+	// POST /nodes/{node}/qemu/{vmid}/clone map[node:pve1 vmid:abc]
+	// full: type check ('boolean') failed - got 'true'
+	// newid: property is missing and it is not optional
+	// vmid: type check ('integer') failed - got 'abc'
+}
