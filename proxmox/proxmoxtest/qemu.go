@@ -56,6 +56,24 @@ func (s *Server) loadVM(q *request) (*vm, *apiError) {
 	return v, nil
 }
 
+// lockVM loads the request's VM and takes its config lock the way
+// PVE::AbstractConfig::lock_config does for destroy and template: a held
+// flock (or an injected fault) is a lock timeout, then check_lock refuses a
+// VM with a "lock" set. s.mu must be held.
+func (s *Server) lockVM(q *request) (*vm, *apiError) {
+	v, e := s.loadVM(q)
+	if e != nil {
+		return nil, e
+	}
+	if s.faults.lockTimeout(q.route) || v.flock != 0 {
+		return nil, lockTimeoutErr(v.id)
+	}
+	if e := checkLock(q, v); e != nil {
+		return nil, e
+	}
+	return v, nil
+}
+
 // checkLock is PVE::AbstractConfig::check_lock: "VM is locked (<lock>)".
 func checkLock(q *request, v *vm) *apiError {
 	if skip, _ := parseBool(q.params["skiplock"]); skip {
@@ -824,14 +842,8 @@ func (s *Server) leaseDHCP() string {
 func (s *Server) qemuDelete(q *request) (any, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, e := s.loadVM(q)
+	v, e := s.lockVM(q)
 	if e != nil {
-		return nil, e
-	}
-	if s.faults.lockTimeout(q.route) || v.flock != 0 {
-		return nil, lockTimeoutErr(v.id)
-	}
-	if e := checkLock(q, v); e != nil {
 		return nil, e
 	}
 	if v.conf["protection"] == "1" {
@@ -856,14 +868,8 @@ func (s *Server) qemuDelete(q *request) (any, *apiError) {
 func (s *Server) qemuTemplate(q *request) (any, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, e := s.loadVM(q)
+	v, e := s.lockVM(q)
 	if e != nil {
-		return nil, e
-	}
-	if s.faults.lockTimeout(q.route) || v.flock != 0 {
-		return nil, lockTimeoutErr(v.id)
-	}
-	if e := checkLock(q, v); e != nil {
 		return nil, e
 	}
 	if v.conf["template"] == "1" {
