@@ -16,17 +16,13 @@ func UseKeyForTest(st Store, kf *seal.KeyFile, ring *seal.Keyring) error {
 		if err := kf.Save(filepath.Join(s.dir, keyFileName)); err != nil {
 			return err
 		}
-		s.keys.mu.Lock()
-		s.keys.rings = append(s.keys.rings, ring)
-		s.keys.mu.Unlock()
+		s.keys.Add(ring)
 	case *Memory:
 		s.keyMu.Lock()
 		c := *kf
 		s.key = &c
 		s.keyMu.Unlock()
-		s.keys.mu.Lock()
-		s.keys.rings = append(s.keys.rings, ring)
-		s.keys.mu.Unlock()
+		s.keys.Add(ring)
 	}
 	return nil
 }

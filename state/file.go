@@ -46,9 +46,9 @@ type FileOptions struct {
 // processes (each with its own FileStore) may share one directory on a
 // local file system.
 type FileStore struct {
-	dir  string       // absolute
-	log  *slog.Logger // never nil
-	keys keyring      // unlocks the data key once
+	dir  string         // absolute
+	log  *slog.Logger   // never nil
+	keys *seal.Unlocker // unlocks the data key once
 
 	writeMu sync.Mutex // serialises this process's record writes (the records flock serialises processes)
 	scopeMu sync.Mutex // serialises this process's lock-file changes (the scopes flock serialises processes)
@@ -124,7 +124,7 @@ func OpenFile(dir string, opts FileOptions) (*FileStore, error) {
 		return nil, errcode.Wrap(errcode.Invalid, "state: creating the lock directory", err)
 	}
 	s := &FileStore{dir: abs, log: log}
-	s.keys.passphrase = seal.PassphraseOnce(opts.Passphrase)
+	s.keys = seal.NewUnlocker(opts.Passphrase)
 	return s, nil
 }
 
@@ -571,7 +571,7 @@ func (s *FileStore) readingKey(id manifest.ID) (*seal.Keyring, error) {
 	if err != nil {
 		return nil, err
 	}
-	ring, err := s.keys.unlock(kf)
+	ring, err := s.keys.Unlock(kf)
 	if err != nil {
 		return nil, fmt.Errorf("state: unlocking the state key %s: %w", filepath.Join(s.dir, keyFileName), err)
 	}
@@ -585,7 +585,7 @@ func (s *FileStore) sealingKey() (*seal.Keyring, error) {
 	path := filepath.Join(s.dir, keyFileName)
 	kf, err := s.loadKey()
 	if errcode.Is(err, errcode.NotFound) {
-		kf, ring, err := s.keys.create()
+		kf, ring, err := s.keys.Create()
 		if err != nil {
 			return nil, fmt.Errorf("state: creating the state key %s: %w", path, err)
 		}
@@ -597,7 +597,7 @@ func (s *FileStore) sealingKey() (*seal.Keyring, error) {
 	if err != nil {
 		return nil, err
 	}
-	ring, err := s.keys.unlock(kf)
+	ring, err := s.keys.Unlock(kf)
 	if err != nil {
 		return nil, fmt.Errorf("state: unlocking the state key %s: %w", path, err)
 	}

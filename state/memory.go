@@ -28,9 +28,10 @@ type Memory struct {
 	records map[manifest.ID]*Record // owned copies
 	locks   map[string]LockInfo     // by scope
 
-	keyMu sync.Mutex    // guards key; taken before mu, never after
-	key   *seal.KeyFile // the key ExportRaw seals with, nil until needed
-	keys  keyring       // unlocks key
+	keyMu      sync.Mutex                    // guards key; taken before mu, never after
+	key        *seal.KeyFile                 // the key ExportRaw seals with, nil until needed
+	keys       *seal.Unlocker                // unlocks key
+	passphrase func() (secret.Secret, error) // from MemoryPassphrase
 }
 
 // MemoryOption configures a Memory store.
@@ -42,7 +43,7 @@ type MemoryOption func(*Memory)
 // Without this option the store uses seal.Passphrase
 // (OPENCTL_STATE_PASSPHRASE, OPENCTL_STATE_PASSPHRASE_FILE).
 func MemoryPassphrase(f func() (secret.Secret, error)) MemoryOption {
-	return func(m *Memory) { m.keys.passphrase = f }
+	return func(m *Memory) { m.passphrase = f }
 }
 
 // NewMemory returns an empty in-memory store.
@@ -51,7 +52,7 @@ func NewMemory(opts ...MemoryOption) *Memory {
 	for _, o := range opts {
 		o(m)
 	}
-	m.keys.passphrase = seal.PassphraseOnce(m.keys.passphrase)
+	m.keys = seal.NewUnlocker(m.passphrase)
 	return m
 }
 
@@ -202,13 +203,13 @@ func (m *Memory) ExportRaw(ctx context.Context) ([]RawRecord, error) {
 // m.keyMu must be held.
 func (m *Memory) sealingKey() (*seal.Keyring, error) {
 	if m.key != nil {
-		ring, err := m.keys.unlock(m.key)
+		ring, err := m.keys.Unlock(m.key)
 		if err != nil {
 			return nil, fmt.Errorf("state: unlocking the memory store's key: %w", err)
 		}
 		return ring, nil
 	}
-	kf, ring, err := m.keys.create()
+	kf, ring, err := m.keys.Create()
 	if err != nil {
 		return nil, fmt.Errorf("state: creating the memory store's key: %w", err)
 	}
@@ -245,7 +246,7 @@ func (m *Memory) ImportRaw(ctx context.Context, key *seal.KeyFile, recs []RawRec
 			}
 			if ring == nil {
 				var err error
-				if ring, err = m.keys.unlock(key); err != nil {
+				if ring, err = m.keys.Unlock(key); err != nil {
 					return fmt.Errorf("state: import: unlocking the imported key: %w", err)
 				}
 			}

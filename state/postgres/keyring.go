@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/openctl/openctl/errcode"
-	"github.com/openctl/openctl/secret"
 	"github.com/openctl/openctl/state/seal"
 )
 
@@ -20,17 +19,12 @@ import (
 // derivation however many records it seals and opens. It is safe for
 // concurrent use.
 type keyring struct {
-	store      *Store
-	passphrase func() (secret.Secret, error) // seal.PassphraseOnce: asks at most once
+	store    *Store
+	unlocker *seal.Unlocker // asks for the passphrase at most once, remembers keys
 
-	mu     sync.Mutex    // guards the fields below; held across a derivation
-	ring   *seal.Keyring // the key last unlocked or created
-	bad    *seal.KeyFile // a key the passphrase failed to unlock
-	badErr error         // and why
+	mu   sync.Mutex    // guards ring; held across a key creation
+	ring *seal.Keyring // the key last unlocked or created
 }
-
-// secret returns the passphrase; k.passphrase is memoized (seal.PassphraseOnce).
-func (k *keyring) secret() (secret.Secret, error) { return k.passphrase() }
 
 // get returns the keyring for the key stored in the database and the key's
 // Check. With create, a database without a key gets a new one sealed with
@@ -66,20 +60,8 @@ func (k *keyring) unlock(kf *seal.KeyFile) (*seal.Keyring, error) {
 
 // unlockLocked is unlock with k.mu held.
 func (k *keyring) unlockLocked(kf *seal.KeyFile) (*seal.Keyring, error) {
-	if k.ring != nil && k.ring.Matches(kf) {
-		return k.ring, nil
-	}
-	if k.bad != nil && *k.bad == *kf {
-		return nil, k.badErr
-	}
-	pass, err := k.secret()
+	r, err := k.unlocker.Unlock(kf)
 	if err != nil {
-		return nil, err
-	}
-	r, err := kf.Unlock(pass)
-	if err != nil {
-		c := *kf
-		k.bad, k.badErr = &c, err
 		return nil, err
 	}
 	k.ring = r
@@ -104,11 +86,7 @@ func (k *keyring) create(ctx context.Context) (*seal.Keyring, string, error) {
 		if !errors.Is(err, errcode.NotFound) {
 			return nil, "", err
 		}
-		pass, err := k.secret()
-		if err != nil {
-			return nil, "", err
-		}
-		kf, r, err := seal.NewKey(pass, 0)
+		kf, r, err := k.unlocker.Create()
 		if err != nil {
 			return nil, "", err
 		}

@@ -131,7 +131,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		lockConf: lockConf,
 		where:    where,
 		log:      opts.Logger,
-		keys:     keyring{passphrase: seal.PassphraseOnce(opts.Passphrase)},
+		keys:     keyring{unlocker: seal.NewUnlocker(opts.Passphrase)},
 		held:     map[*heldLock]bool{},
 	}
 	if s.log == nil {
