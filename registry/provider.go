@@ -59,6 +59,21 @@ type Kind struct {
 	// engine records them in state.Record.Secrets instead of the status,
 	// stores keep them sealed, and output redacts them.
 	SecretFields []string `json:"secretFields,omitempty"`
+	// Columns are the kind's table columns after NAME, in order, as a CLI
+	// prints them ("openctl get vms"); Wide ones only in wide output. A
+	// CLI adds AGE itself.
+	Columns []Column `json:"columns,omitempty"`
+}
+
+// Column is one column of a kind's table output.
+type Column struct {
+	// Name is the header, e.g. "VMID".
+	Name string `json:"name"`
+	// Field is the dotted path of the value, e.g. "status.vmid" or
+	// "spec.cpu.cores"; lists are printed comma-separated.
+	Field string `json:"field"`
+	// Wide marks a column shown only in wide output.
+	Wide bool `json:"wide,omitempty"`
 }
 
 // Lister is implemented by providers that can enumerate resources of a kind.

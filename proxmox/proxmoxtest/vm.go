@@ -120,6 +120,23 @@ func (s *Server) SetLock(vmid int, lock string) error {
 	return nil
 }
 
+// SetConfig sets (or with "" removes) one config option of VM vmid
+// directly, as an administrator editing the VM outside openctl would.
+func (s *Server) SetConfig(vmid int, key, value string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.vms[vmid]
+	if !ok {
+		return fmt.Errorf("proxmoxtest: no VM %d", vmid)
+	}
+	if value == "" {
+		delete(v.conf, key)
+	} else {
+		v.conf[key] = value
+	}
+	return nil
+}
+
 // HostKey is the SSH host key the guest of VM vmid serves in
 // /etc/ssh/ssh_host_ed25519_key.pub.
 func (s *Server) HostKey(vmid int) (ssh.PublicKey, bool) {

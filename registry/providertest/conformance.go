@@ -1,11 +1,13 @@
 package providertest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,8 +54,11 @@ func RunConformance(t *testing.T, p registry.Provider, opts Options) {
 		return r
 	}
 	t.Cleanup(func() {
+		// t.Context is already cancelled when cleanups run.
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
 		for _, id := range created {
-			if err := p.Delete(t.Context(), id); err != nil {
+			if err := p.Delete(cctx, id); err != nil {
 				t.Errorf("cleanup: delete %s: %v", id.Short(), err)
 			}
 		}

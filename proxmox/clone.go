@@ -1,0 +1,243 @@
+package proxmox
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	pve "github.com/luthermonson/go-proxmox"
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/registry"
+)
+
+// scheduler serialises VMID allocation and bounds clones per node and per
+// template, for one context.
+type scheduler struct {
+	vmid sync.Mutex // held from nextid until the clone request returns
+	mu   sync.Mutex
+	node map[string]chan struct{}
+	tmpl map[string]chan struct{}
+}
+
+func (s *scheduler) sem(m map[string]chan struct{}, key string, n int) chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, ok := m[key]
+	if !ok {
+		ch = make(chan struct{}, n)
+		m[key] = ch
+	}
+	return ch
+}
+
+func acquire(ctx context.Context, ch chan struct{}) error {
+	select {
+	case ch <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+type tmplCacheEntry struct {
+	conf vmConfig
+	at   time.Time
+}
+
+// chooseNode picks the node a new VM goes to: spec.node, the allowed node
+// (spec.nodes) with the most free memory — counting memory promised to
+// VMs this provider is creating — or the context's default node.
+func (p *Provider) chooseNode(c *conn, s *VMSpec, rs []clusterRes) (string, error) {
+	online := map[string]clusterRes{}
+	for _, r := range rs {
+		if r.Type == "node" {
+			online[r.Node] = r
+		}
+	}
+	check := func(n, path string) error {
+		r, ok := online[n]
+		if !ok {
+			return ferr(path, "no node %q in context %q (nodes: %s)", n, c.name, strings.Join(sortedKeys(online), ", "))
+		}
+		if r.Status != "" && r.Status != "online" {
+			return errcode.New(errcode.Transient, fmt.Sprintf("node %s is %s", n, r.Status))
+		}
+		return nil
+	}
+	switch {
+	case s.Node != "":
+		return s.Node, check(s.Node, "spec.node")
+	case len(s.Nodes) > 0:
+		best, bestFree := "", int64(-1<<62)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for i, n := range s.Nodes {
+			if err := check(n, fmt.Sprintf("spec.nodes[%d]", i)); err != nil {
+				if errcode.Is(err, errcode.Transient) {
+					continue // offline: not a candidate
+				}
+				return "", err
+			}
+			r := online[n]
+			free := int64(r.MaxMem) - int64(r.Mem) - int64(p.reserved[c.name+"/"+n])<<20
+			if free > bestFree {
+				best, bestFree = n, free
+			}
+		}
+		if best == "" {
+			return "", errcode.New(errcode.Transient, fmt.Sprintf("none of the nodes %v is online", s.Nodes))
+		}
+		return best, nil
+	case c.cfg.Node != "":
+		return c.cfg.Node, check(c.cfg.Node, "node")
+	}
+	if len(online) == 1 {
+		for n := range online {
+			return n, nil
+		}
+	}
+	return "", ferr("spec.node", "required: context %q has no default node and the cluster has %d nodes (%s)", c.name, len(online), strings.Join(sortedKeys(online), ", "))
+}
+
+// reserve counts mib of memory as promised on node until release.
+func (p *Provider) reserve(ctxName, node string, mib int) (release func()) {
+	key := ctxName + "/" + node
+	p.mu.Lock()
+	p.reserved[key] += mib
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		p.reserved[key] -= mib
+		p.mu.Unlock()
+	}
+}
+
+// template finds the template to clone for a VM placed on node.
+func (p *Provider) template(ctx context.Context, c *conn, s *VMSpec, node string, rs []clusterRes) (templateRef, error) {
+	t := s.Template
+	for _, r := range rs {
+		if r.Type != "qemu" || r.Template == 0 {
+			continue
+		}
+		if (t.VMID != 0 && r.VMID == t.VMID && r.Node == node) || (t.Name != "" && r.Name == t.Name && r.Node == node) {
+			return templateRef{Node: r.Node, VMID: r.VMID, Name: r.Name}, nil
+		}
+	}
+	// Not on the chosen node: only a template on shared storage will do.
+	var ref templateRef
+	err := p.retryRead(ctx, func() (err error) { ref, err = c.findTemplate(ctx, node, t.Name, t.VMID); return err })
+	return ref, err
+}
+
+// templateConfig reads a template's config, cached briefly: many VMs are
+// cloned from one template at once.
+func (p *Provider) templateConfig(ctx context.Context, c *conn, t templateRef) (vmConfig, error) {
+	key := fmt.Sprintf("%s/%s/%d", c.name, t.Node, t.VMID)
+	p.mu.Lock()
+	e, ok := p.tmpls[key]
+	p.mu.Unlock()
+	if ok && time.Since(e.at) < p.tune.TemplateCacheTTL {
+		return e.conf, nil
+	}
+	conf, err := p.readConfig(ctx, vmRef{c: c, node: t.Node, vmid: t.VMID})
+	if err != nil {
+		return nil, fmt.Errorf("reading template %s (VMID %d): %w", t.Name, t.VMID, err)
+	}
+	p.mu.Lock()
+	p.tmpls[key] = tmplCacheEntry{conf: conf, at: time.Now()}
+	p.mu.Unlock()
+	return conf, nil
+}
+
+// clone allocates a VMID and clones the template into a VM named name on
+// node, bounded by the per-node and per-template limits. VMID allocation
+// is serialised within the provider (Proxmox's nextid reserves nothing);
+// an id taken by someone else meanwhile is retried with the next one.
+func (p *Provider) clone(ctx context.Context, c *conn, s *VMSpec, name, node string, t templateRef) (vmRef, error) {
+	sched := p.sched[c.name]
+	lim := p.cfg.Limits
+	registry.ReportStep(ctx, "waiting for a clone slot")
+	nodeSem := sched.sem(sched.node, node, lim.PerNode)
+	tmplSem := sched.sem(sched.tmpl, t.Node+"/"+strconv.Itoa(t.VMID), lim.PerTemplate)
+	if err := acquire(ctx, nodeSem); err != nil {
+		return vmRef{}, err
+	}
+	defer func() { <-nodeSem }()
+	if err := acquire(ctx, tmplSem); err != nil {
+		return vmRef{}, err
+	}
+	defer func() { <-tmplSem }()
+
+	registry.ReportStep(ctx, fmt.Sprintf("cloning %s", tmplLabel(TemplateSpec{Name: t.Name, VMID: t.VMID})))
+	params := map[string]string{
+		"name":        name,
+		"description": description(s.Description, s.Template),
+		"full":        boolStr(s.Template.full()),
+	}
+	if node != t.Node {
+		params["target"] = node
+	}
+	if s.Storage != "" && s.Template.full() {
+		params["storage"] = s.Storage
+	}
+	src := vmRef{c: c, node: t.Node, vmid: t.VMID}
+	var upid pve.UPID
+	var newid int
+	d := p.tune.Backoff
+	for attempt := 1; ; attempt++ {
+		var err error
+		newid, upid, err = p.cloneOnce(ctx, c, sched, src, params)
+		if err == nil {
+			break
+		}
+		if !isTransient(err) || attempt >= p.tune.CallAttempts+3 || ctx.Err() != nil || !cloneRetryable(err) {
+			return vmRef{}, fmt.Errorf("cloning %s: %w", tmplLabel(TemplateSpec{Name: t.Name, VMID: t.VMID}), err)
+		}
+		p.log.Debug("clone refused; retrying", "vm", name, "attempt", attempt, "err", err.Error())
+		p.sleep(ctx, jitter(d))
+		d = min(2*d, 5*time.Second)
+	}
+	v := vmRef{c: c, node: node, vmid: newid}
+	if err := p.await(ctx, c, upid, p.cfg.Timeouts.Clone); err != nil {
+		// Proxmox removes the target of a failed clone.
+		return vmRef{}, fmt.Errorf("cloning %s into VM %d: %w", tmplLabel(TemplateSpec{Name: t.Name, VMID: t.VMID}), newid, err)
+	}
+	return v, nil
+}
+
+// cloneRetryable reports whether a clone request surely did nothing: the
+// id was taken, the source was locked, or a lock timed out.
+func cloneRetryable(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "already exists") || strings.Contains(s, "can't lock file") ||
+		strings.Contains(s, "got timeout") || strings.Contains(s, "VM is locked")
+}
+
+// cloneOnce allocates the next free VMID and posts the clone, holding the
+// provider's allocation lock so no two clones of this provider race for
+// one id.
+func (p *Provider) cloneOnce(ctx context.Context, c *conn, sched *scheduler, src vmRef, params map[string]string) (int, pve.UPID, error) {
+	sched.vmid.Lock()
+	defer sched.vmid.Unlock()
+	var next string
+	if err := p.retryRead(ctx, func() error { return c.client.Get(ctx, "/cluster/nextid", &next) }); err != nil {
+		return 0, "", err
+	}
+	id, err := strconv.Atoi(next)
+	if err != nil {
+		return 0, "", errcode.New(errcode.Internal, fmt.Sprintf("/cluster/nextid returned %q", next))
+	}
+	ps := make(map[string]string, len(params)+1)
+	for k, v := range params {
+		ps[k] = v
+	}
+	ps["newid"] = strconv.Itoa(id)
+	var upid pve.UPID
+	if err := c.client.Post(ctx, src.path("/clone"), ps, &upid); err != nil {
+		return 0, "", classify(err)
+	}
+	return id, upid, nil
+}

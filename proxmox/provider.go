@@ -1,0 +1,374 @@
+package proxmox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	pve "github.com/luthermonson/go-proxmox"
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/registry"
+)
+
+// APIVersion is the apiVersion of every kind this provider serves.
+const APIVersion = "proxmox.openctl.io/v1"
+
+// The kinds.
+const (
+	KindVirtualMachine = "VirtualMachine"
+	KindTemplate       = "Template"
+	KindNode           = "Node"
+)
+
+// Provider is the Proxmox VE provider. Create it with New; it is safe for
+// concurrent use and serves every context of its Config from one instance,
+// so that VMID allocation and the per-node and per-template limits hold
+// across everything it applies.
+type Provider struct {
+	cfg   Config
+	conns map[string]*conn
+	order []string // context names, the default first
+	log   *slog.Logger
+	tune  tuning
+
+	mu       sync.Mutex
+	where    map[string]string     // VM name → context, learnt from Validate/Apply
+	sched    map[string]*scheduler // per context
+	reserved map[string]int        // "ctx/node" → MiB of memory promised to VMs being created
+	tmpls    map[string]tmplCacheEntry
+}
+
+// tuning holds knobs an embedder rarely needs; see Option.
+type tuning struct {
+	PollMin, PollMax   time.Duration // task status polling
+	AgentMin, AgentMax time.Duration // guest agent polling
+	CallAttempts       int           // attempts for idempotent reads
+	Backoff            time.Duration // first retry delay for reads and lock timeouts
+	TemplateCacheTTL   time.Duration
+}
+
+func defaultTuning() tuning {
+	return tuning{
+		PollMin: 100 * time.Millisecond, PollMax: 2 * time.Second,
+		AgentMin: 500 * time.Millisecond, AgentMax: 5 * time.Second,
+		CallAttempts: 5, Backoff: 200 * time.Millisecond,
+		TemplateCacheTTL: 30 * time.Second,
+	}
+}
+
+// Option tunes a Provider beyond its Config.
+type Option func(*tuning)
+
+// WithPollInterval sets how often task status is polled: first after min,
+// growing by half each time up to max (default 100ms to 2s).
+func WithPollInterval(min, max time.Duration) Option {
+	return func(t *tuning) { t.PollMin, t.PollMax = min, max }
+}
+
+// WithAgentPollInterval sets how often the guest agent is asked for the
+// VM's addresses while it comes up: first after min, up to max (default
+// 500ms to 5s).
+func WithAgentPollInterval(min, max time.Duration) Option {
+	return func(t *tuning) { t.AgentMin, t.AgentMax = min, max }
+}
+
+// WithRetryBackoff sets the first delay before an idempotent request that
+// failed transiently is retried (default 200ms, doubling, with jitter).
+func WithRetryBackoff(d time.Duration) Option {
+	return func(t *tuning) { t.Backoff = d }
+}
+
+// New returns a Provider for cfg. It does not contact Proxmox: bad
+// credentials or a certificate that does not match the pinned fingerprint
+// fail the first call (or Ping). It works without a registry; register it
+// with registry.Registry.Register or openctl.WithProviders to use it from
+// manifests.
+func New(cfg Config, opts ...Option) (*Provider, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg.Limits = cfg.Limits.withDefaults()
+	cfg.Timeouts = cfg.Timeouts.withDefaults()
+	p := &Provider{
+		cfg: cfg, conns: map[string]*conn{}, log: log, tune: defaultTuning(),
+		where: map[string]string{}, sched: map[string]*scheduler{}, reserved: map[string]int{}, tmpls: map[string]tmplCacheEntry{},
+	}
+	for _, o := range opts {
+		o(&p.tune)
+	}
+	def, err := cfg.contextName("")
+	if err != nil {
+		return nil, err
+	}
+	p.order = append(p.order, def)
+	for _, name := range sortedKeys(cfg.Contexts) {
+		c, err := dial(name, cfg.Contexts[name], log)
+		if err != nil {
+			return nil, err
+		}
+		p.conns[name] = c
+		p.sched[name] = &scheduler{node: map[string]chan struct{}{}, tmpl: map[string]chan struct{}{}}
+		if name != def {
+			p.order = append(p.order, name)
+		}
+	}
+	return p, nil
+}
+
+// Name returns "proxmox": the provider serves proxmox.openctl.io.
+func (p *Provider) Name() string { return "proxmox" }
+
+// Kinds lists VirtualMachine, Template (read-only) and Node (read-only).
+func (p *Provider) Kinds() []registry.Kind {
+	return []registry.Kind{
+		{Kind: KindVirtualMachine, Plural: "virtualmachines", ShortNames: []string{"vm", "vms"}, Versions: []string{"v1"},
+			Columns: []registry.Column{
+				{Name: "NODE", Field: "status.node"}, {Name: "VMID", Field: "status.vmid"},
+				{Name: "STATE", Field: "status.state"}, {Name: "IP", Field: "status.ip"},
+				{Name: "CPU", Field: "spec.cpu.cores", Wide: true}, {Name: "MEMORY", Field: "spec.memory.size", Wide: true},
+				{Name: "TEMPLATE", Field: "spec.template.name", Wide: true},
+			}},
+		{Kind: KindTemplate, Plural: "templates", ShortNames: []string{"tmpl"}, Versions: []string{"v1"}, ReadOnly: true,
+			Columns: []registry.Column{{Name: "NODE", Field: "status.node"}, {Name: "VMID", Field: "status.vmid"}}},
+		{Kind: KindNode, Plural: "nodes", ShortNames: []string{"node"}, Versions: []string{"v1"}, ReadOnly: true,
+			Columns: []registry.Column{{Name: "STATUS", Field: "status.status"}, {Name: "CPUS", Field: "status.cpus"}, {Name: "MEMORY", Field: "status.memory.total", Wide: true}}},
+	}
+}
+
+// Ping checks every context: the endpoint answers, its certificate is
+// trusted and the token is accepted.
+func (p *Provider) Ping(ctx context.Context) error {
+	var errs []error
+	for _, name := range p.order {
+		if err := p.conns[name].verify(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("proxmox: context %q: %w", name, classify(err)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// As sets target to the underlying client when target is a
+// **proxmox.Client of github.com/luthermonson/go-proxmox (the default
+// context's client), and reports whether it did.
+func (p *Provider) As(target any) bool {
+	if t, ok := target.(**pve.Client); ok {
+		*t = p.conns[p.order[0]].client
+		return true
+	}
+	return false
+}
+
+// Client returns the go-proxmox client of a context ("" for the default).
+func (p *Provider) Client(contextName string) (*pve.Client, error) {
+	c, err := p.conn(contextName)
+	if err != nil {
+		return nil, err
+	}
+	return c.client, nil
+}
+
+// conn returns the connection of a context ("" = default).
+func (p *Provider) conn(name string) (*conn, error) {
+	name, err := p.cfg.contextName(name)
+	if err != nil {
+		return nil, err
+	}
+	return p.conns[name], nil
+}
+
+// Get reads a VirtualMachine, Template or Node.
+func (p *Provider) Get(ctx context.Context, id manifest.ID) (*manifest.Resource, error) {
+	if err := checkAPIVersion(id); err != nil {
+		return nil, err
+	}
+	switch id.Kind {
+	case KindVirtualMachine:
+		return p.getVM(ctx, id.Name)
+	case KindTemplate:
+		return p.readOnly(ctx, id, func(c *conn) (*manifest.Resource, error) { return c.getTemplate(ctx, id.Name) })
+	case KindNode:
+		return p.readOnly(ctx, id, func(c *conn) (*manifest.Resource, error) { return c.getNode(ctx, id.Name) })
+	}
+	return nil, unknownKind(id.Kind)
+}
+
+// readOnly reads a Template or Node from the first context that has it.
+func (p *Provider) readOnly(ctx context.Context, id manifest.ID, get func(*conn) (*manifest.Resource, error)) (*manifest.Resource, error) {
+	var firstErr error
+	for _, name := range p.order {
+		var r *manifest.Resource
+		err := p.retryRead(ctx, func() (err error) { r, err = get(p.conns[name]); return err })
+		if err == nil {
+			return r, nil
+		}
+		if !errcode.Is(err, errcode.NotFound) {
+			return nil, fmt.Errorf("proxmox: get %s %s: %w", id.Kind, id.Name, err)
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	return nil, fmt.Errorf("proxmox: get %s %s: %w", id.Kind, id.Name, firstErr)
+}
+
+// List lists the VirtualMachines (those openctl manages and others),
+// Templates or Nodes of every context, sorted by name.
+func (p *Provider) List(ctx context.Context, kind string) ([]*manifest.Resource, error) {
+	var out []*manifest.Resource
+	for _, name := range p.order {
+		c := p.conns[name]
+		var rs []*manifest.Resource
+		var err error
+		switch kind {
+		case KindVirtualMachine:
+			rs, err = p.listVMs(ctx, c)
+		case KindTemplate:
+			err = p.retryRead(ctx, func() (err error) { rs, err = c.listTemplates(ctx); return err })
+		case KindNode:
+			err = p.retryRead(ctx, func() (err error) { rs, err = c.listNodes(ctx); return err })
+		default:
+			return nil, unknownKind(kind)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("proxmox: list %s in context %q: %w", kind, name, err)
+		}
+		out = append(out, rs...)
+	}
+	slices.SortStableFunc(out, func(a, b *manifest.Resource) int {
+		switch {
+		case a.Metadata.Name < b.Metadata.Name:
+			return -1
+		case a.Metadata.Name > b.Metadata.Name:
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// Validate checks a VirtualMachine manifest offline (and that its context
+// exists). Template and Node are read-only.
+func (p *Provider) Validate(_ context.Context, r *manifest.Resource) error {
+	if err := checkAPIVersion(r.ID()); err != nil {
+		return err
+	}
+	switch r.Kind {
+	case KindVirtualMachine:
+	case KindTemplate, KindNode:
+		return errcode.New(errcode.Invalid, fmt.Sprintf("proxmox: %s is read-only: it can be listed and read, not applied", r.Kind))
+	default:
+		return unknownKind(r.Kind)
+	}
+	if refsIn(r.Spec) {
+		// Fields holding $ref markers are checked after resolution.
+		return nil
+	}
+	s, err := DecodeVMSpec(r)
+	if err != nil {
+		return err
+	}
+	name, err := p.cfg.contextName(s.Context)
+	if err != nil {
+		return specErr(r, ferr("spec.context", "%v", err))
+	}
+	p.mu.Lock()
+	p.where[r.Metadata.Name] = name
+	p.mu.Unlock()
+	return nil
+}
+
+// Apply creates or updates a VirtualMachine.
+func (p *Provider) Apply(ctx context.Context, r *manifest.Resource) (*manifest.Resource, error) {
+	if err := checkAPIVersion(r.ID()); err != nil {
+		return nil, err
+	}
+	if r.Kind != KindVirtualMachine {
+		if r.Kind == KindTemplate || r.Kind == KindNode {
+			return nil, errcode.New(errcode.Invalid, fmt.Sprintf("proxmox: %s is read-only", r.Kind))
+		}
+		return nil, unknownKind(r.Kind)
+	}
+	return p.applyVM(ctx, r)
+}
+
+// Delete deletes a VirtualMachine openctl created: graceful shutdown (with
+// a timeout), then stop, then destroy with purge, waiting on every task. A
+// VM that does not exist is not an error; one openctl did not create is
+// refused.
+func (p *Provider) Delete(ctx context.Context, id manifest.ID) error {
+	if err := checkAPIVersion(id); err != nil {
+		return err
+	}
+	switch id.Kind {
+	case KindVirtualMachine:
+		return p.deleteVM(ctx, id.Name)
+	case KindTemplate, KindNode:
+		return errcode.New(errcode.Invalid, fmt.Sprintf("proxmox: %s is read-only", id.Kind))
+	}
+	return unknownKind(id.Kind)
+}
+
+func checkAPIVersion(id manifest.ID) error {
+	if id.APIVersion != APIVersion {
+		return errcode.New(errcode.Invalid, fmt.Sprintf("proxmox: apiVersion %q is not served (want %s)", id.APIVersion, APIVersion))
+	}
+	return nil
+}
+
+func unknownKind(kind string) error {
+	return errcode.New(errcode.Invalid, fmt.Sprintf("proxmox: unknown kind %q (served: VirtualMachine, Template, Node)", kind))
+}
+
+// refsIn reports whether a spec still holds $ref markers.
+func refsIn(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x["$ref"]; ok && len(x) == 1 {
+			return true
+		}
+		for _, e := range x {
+			if refsIn(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if refsIn(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// retryRead runs an idempotent read, retrying transient failures with
+// jittered exponential backoff.
+func (p *Provider) retryRead(ctx context.Context, f func() error) error {
+	d := p.tune.Backoff
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = classify(f())
+		if err == nil || !isTransient(err) || attempt >= p.tune.CallAttempts || ctx.Err() != nil {
+			return err
+		}
+		p.sleep(ctx, jitter(d))
+		d = min(2*d, 5*time.Second)
+	}
+}
+
+var (
+	_ registry.Provider  = (*Provider)(nil)
+	_ registry.Lister    = (*Provider)(nil)
+	_ registry.Validator = (*Provider)(nil)
+	_ registry.Differ    = (*Provider)(nil)
+	_ registry.Actioner  = (*Provider)(nil)
+)

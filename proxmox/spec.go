@@ -1,0 +1,514 @@
+package proxmox
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
+)
+
+// VMSpec is the spec of a proxmox.openctl.io/v1 VirtualMachine, as decoded
+// from a manifest. Field names follow the manifest (JSON/YAML) names.
+type VMSpec struct {
+	// Context names the Proxmox endpoint (Config.Contexts); empty means the
+	// default context.
+	Context string `json:"context,omitempty"`
+	// Node places the VM on one Proxmox node; Nodes lets openctl pick the
+	// allowed node with the most free memory. At most one of them; neither
+	// means the context's default node.
+	Node  string   `json:"node,omitempty"`
+	Nodes []string `json:"nodes,omitempty"`
+	// Template is what the VM is cloned from. Required.
+	Template *TemplateSpec `json:"template,omitempty"`
+	// Storage is the target storage of a full clone's disks.
+	Storage string `json:"storage,omitempty"`
+	// CPU and Memory size the VM; unset keeps the template's values.
+	CPU    *CPUSpec    `json:"cpu,omitempty"`
+	Memory *MemorySpec `json:"memory,omitempty"`
+	// Disks are grown to (or created with) the given sizes. Disks cannot
+	// shrink.
+	Disks []DiskSpec `json:"disks,omitempty"`
+	// Networks configure network devices; unset keeps the template's.
+	Networks []NetworkSpec `json:"networks,omitempty"`
+	// CloudInit configures the cloud-init drive.
+	CloudInit *CloudInitSpec `json:"cloudInit,omitempty"`
+	// Agent enables the QEMU guest agent, through which openctl learns
+	// the VM's IP addresses and SSH host key.
+	Agent *AgentSpec `json:"agent,omitempty"`
+	// Tags are added to the tag openctl sets ("openctl").
+	Tags []string `json:"tags,omitempty"`
+	// Description is the VM's notes; openctl appends its marker line.
+	Description string `json:"description,omitempty"`
+	// OnBoot starts the VM when its node boots.
+	OnBoot *bool `json:"onBoot,omitempty"`
+	// StartOnCreate starts a new VM (default true). Ignored when State is
+	// set.
+	StartOnCreate *bool `json:"startOnCreate,omitempty"`
+	// State is the desired power state: running or stopped. Empty means
+	// "started on create, left alone afterwards".
+	State string `json:"state,omitempty"`
+	// RestartPolicy says what to do when a change only takes effect after
+	// a reboot: "never" (default: the change stays pending and status
+	// says so) or "ifRequired" (reboot the VM).
+	RestartPolicy string `json:"restartPolicy,omitempty"`
+	// ReplacePolicy says what to do when a change needs a new VM (another
+	// template or node): "never" (default: Apply refuses) or "allow"
+	// (destroy and re-create the VM).
+	ReplacePolicy string `json:"replacePolicy,omitempty"`
+}
+
+// TemplateSpec names the template a VM is cloned from, by name or VMID.
+type TemplateSpec struct {
+	Name string `json:"name,omitempty"`
+	VMID int    `json:"vmid,omitempty"`
+	// Full makes a full clone (default true); Linked: true is the same as
+	// Full: false and needs a template on storage that supports it.
+	Full   *bool `json:"full,omitempty"`
+	Linked bool  `json:"linked,omitempty"`
+}
+
+// CPUSpec sizes the VM's processors.
+type CPUSpec struct {
+	Cores   int    `json:"cores,omitempty"`
+	Sockets int    `json:"sockets,omitempty"`
+	Type    string `json:"type,omitempty"`
+}
+
+// MemorySpec sizes the VM's memory.
+type MemorySpec struct {
+	Size int `json:"size,omitempty"` // MiB
+}
+
+// DiskSpec is a disk: scsi0, virtio1, sata0, ...
+type DiskSpec struct {
+	Name    string `json:"name"`
+	Storage string `json:"storage,omitempty"` // for a disk the template lacks
+	Size    string `json:"size"`              // e.g. "20G"
+}
+
+// NetworkSpec is a network device: net0, net1, ...
+type NetworkSpec struct {
+	Name       string `json:"name"`
+	Bridge     string `json:"bridge,omitempty"`
+	Model      string `json:"model,omitempty"` // virtio (default), e1000, rtl8139, vmxnet3
+	VLAN       int    `json:"vlan,omitempty"`
+	MACAddress string `json:"macAddress,omitempty"`
+	Firewall   *bool  `json:"firewall,omitempty"`
+}
+
+// CloudInitSpec configures the VM's cloud-init drive.
+type CloudInitSpec struct {
+	User string `json:"user,omitempty"`
+	// Password is the user's password. It is sent to Proxmox (which
+	// stores it hashed) and never printed; prefer SSHKeys.
+	Password     string              `json:"password,omitempty"`
+	SSHKeys      []string            `json:"sshKeys,omitempty"`
+	SearchDomain string              `json:"searchDomain,omitempty"`
+	Nameservers  []string            `json:"nameservers,omitempty"`
+	IPConfig     map[string]IPConfig `json:"ipConfig,omitempty"`
+}
+
+// IPConfig is the address configuration of one network device.
+type IPConfig struct {
+	IP       string `json:"ip,omitempty"`       // "dhcp" or an IPv4 CIDR
+	Gateway  string `json:"gateway,omitempty"`  // IPv4 gateway
+	IP6      string `json:"ip6,omitempty"`      // "dhcp", "auto" or an IPv6 CIDR
+	Gateway6 string `json:"gateway6,omitempty"` // IPv6 gateway
+}
+
+// AgentSpec configures the QEMU guest agent.
+type AgentSpec struct {
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// The values of VMSpec.State, RestartPolicy and ReplacePolicy.
+const (
+	StateRunning = "running"
+	StateStopped = "stopped"
+
+	RestartNever      = "never"
+	RestartIfRequired = "ifRequired"
+
+	ReplaceNever = "never"
+	ReplaceAllow = "allow"
+)
+
+var (
+	diskNameRe = regexp.MustCompile(`^(scsi([0-9]|[12][0-9]|30)|virtio([0-9]|1[0-5])|sata[0-5]|ide[0-3])$`)
+	netNameRe  = regexp.MustCompile(`^net([0-9]|[12][0-9]|3[01])$`)
+	sizeRe     = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)([KMGT]?)$`)
+	macRe      = regexp.MustCompile(`^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$`)
+	tagRe      = regexp.MustCompile(`^[a-z0-9_][a-z0-9_\-+.]*$`)
+	identRe    = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9\-_.]*$`)
+	cpuTypeRe  = regexp.MustCompile(`^[a-zA-Z0-9_\-.+]+$`)
+)
+
+var netModels = []string{"virtio", "e1000", "e1000e", "rtl8139", "vmxnet3"}
+
+// DecodeVMSpec decodes and validates a VirtualMachine spec. Errors match
+// errcode.Invalid and name the field path (spec.cpu.cores); when r was
+// decoded from a file they also name the file and line.
+func DecodeVMSpec(r *manifest.Resource) (*VMSpec, error) {
+	var s VMSpec
+	if err := decodeStrict(r.Spec, &s); err != nil {
+		return nil, specErr(r, err)
+	}
+	if err := s.validate(); err != nil {
+		return nil, specErr(r, err)
+	}
+	return &s, nil
+}
+
+// specErr wraps a spec error with the resource's location.
+func specErr(r *manifest.Resource, err error) error {
+	where := "VirtualMachine " + r.Metadata.Name
+	if r.Source.File != "" {
+		where = fmt.Sprintf("%s:%d: %s", r.Source.File, r.Source.Line, where)
+	}
+	return errcode.Wrap(errcode.Invalid, where, err)
+}
+
+// fieldError names a spec field.
+type fieldError struct {
+	path string
+	msg  string
+}
+
+func (e *fieldError) Error() string { return e.path + ": " + e.msg }
+
+func ferr(path, format string, args ...any) error {
+	return &fieldError{path: path, msg: fmt.Sprintf(format, args...)}
+}
+
+// decodeStrict decodes a manifest map into v, refusing unknown fields and
+// wrong types with the field path.
+func decodeStrict(m map[string]any, v any) error {
+	if err := unknownField("spec", m, reflect.TypeOf(v).Elem()); err != nil {
+		return err
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return ferr("spec", "%v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		if te, ok := err.(*json.UnmarshalTypeError); ok {
+			return ferr("spec."+te.Field, "must be %s, not %s", kindName(te.Type), te.Value)
+		}
+		return ferr("spec", "%v", err)
+	}
+	return nil
+}
+
+func kindName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64:
+		return "an integer"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice:
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Pointer:
+		return kindName(t.Elem())
+	}
+	return t.String()
+}
+
+// unknownField reports the first key of v (depth-first, keys sorted) that
+// type t does not have.
+func unknownField(path string, v any, t reflect.Type) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil // a type error, reported by the decoder
+		}
+		fields := map[string]reflect.Type{}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			fields[name] = f.Type
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			ft, ok := fields[k]
+			if !ok {
+				known := make([]string, 0, len(fields))
+				for n := range fields {
+					known = append(known, n)
+				}
+				slices.Sort(known)
+				return ferr(path+"."+k, "unknown field (known: %s)", strings.Join(known, ", "))
+			}
+			if err := unknownField(path+"."+k, m[k], ft); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		l, ok := v.([]any)
+		if !ok {
+			return nil
+		}
+		for i, e := range l {
+			if err := unknownField(fmt.Sprintf("%s[%d]", path, i), e, t.Elem()); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		for k, e := range m {
+			if err := unknownField(path+"."+k, e, t.Elem()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// validate checks ranges, formats and combinations.
+func (s *VMSpec) validate() error {
+	if s.Node != "" && len(s.Nodes) > 0 {
+		return ferr("spec.nodes", "set node or nodes, not both")
+	}
+	for i, n := range append([]string{s.Node}, s.Nodes...) {
+		if n != "" && !identRe.MatchString(n) {
+			return ferr(nodePath(i), "invalid node name %q", n)
+		}
+	}
+	if s.Template == nil || (s.Template.Name == "" && s.Template.VMID == 0) {
+		return ferr("spec.template", "required: a template name or vmid to clone from")
+	}
+	if s.Template.Name != "" && s.Template.VMID != 0 {
+		return ferr("spec.template", "set name or vmid, not both")
+	}
+	if s.Template.VMID != 0 && (s.Template.VMID < 100 || s.Template.VMID > 999999999) {
+		return ferr("spec.template.vmid", "must be in 100..999999999, got %d", s.Template.VMID)
+	}
+	if s.Template.Full != nil && *s.Template.Full && s.Template.Linked {
+		return ferr("spec.template.linked", "contradicts full: true")
+	}
+	if s.Template.Linked && s.Storage != "" {
+		return ferr("spec.storage", "a linked clone stays on the template's storage; remove storage or make a full clone")
+	}
+	if s.Storage != "" && !identRe.MatchString(s.Storage) {
+		return ferr("spec.storage", "invalid storage name %q", s.Storage)
+	}
+	if c := s.CPU; c != nil {
+		if c.Cores != 0 && (c.Cores < 1 || c.Cores > 1024) {
+			return ferr("spec.cpu.cores", "must be in 1..1024, got %d", c.Cores)
+		}
+		if c.Sockets != 0 && (c.Sockets < 1 || c.Sockets > 4) {
+			return ferr("spec.cpu.sockets", "must be in 1..4, got %d", c.Sockets)
+		}
+		if c.Type != "" && !cpuTypeRe.MatchString(c.Type) {
+			return ferr("spec.cpu.type", "invalid CPU type %q", c.Type)
+		}
+	}
+	if s.Memory != nil && s.Memory.Size != 0 && (s.Memory.Size < 16 || s.Memory.Size > 4178944) {
+		return ferr("spec.memory.size", "must be in 16..4178944 MiB, got %d", s.Memory.Size)
+	}
+	seen := map[string]bool{}
+	for i, d := range s.Disks {
+		p := fmt.Sprintf("spec.disks[%d]", i)
+		if !diskNameRe.MatchString(d.Name) {
+			return ferr(p+".name", "must be scsi0..30, virtio0..15, sata0..5 or ide0..3, got %q", d.Name)
+		}
+		if seen[d.Name] {
+			return ferr(p+".name", "disk %s listed twice", d.Name)
+		}
+		seen[d.Name] = true
+		if _, err := parseSize(d.Size); err != nil {
+			return ferr(p+".size", "%v", err)
+		}
+		if d.Storage != "" && !identRe.MatchString(d.Storage) {
+			return ferr(p+".storage", "invalid storage name %q", d.Storage)
+		}
+	}
+	for i, n := range s.Networks {
+		p := fmt.Sprintf("spec.networks[%d]", i)
+		if !netNameRe.MatchString(n.Name) {
+			return ferr(p+".name", "must be net0..net31, got %q", n.Name)
+		}
+		if seen[n.Name] {
+			return ferr(p+".name", "network %s listed twice", n.Name)
+		}
+		seen[n.Name] = true
+		if n.Model != "" && !slices.Contains(netModels, n.Model) {
+			return ferr(p+".model", "must be one of %s, got %q", strings.Join(netModels, ", "), n.Model)
+		}
+		if n.Bridge != "" && !identRe.MatchString(n.Bridge) {
+			return ferr(p+".bridge", "invalid bridge name %q", n.Bridge)
+		}
+		if n.VLAN != 0 && (n.VLAN < 1 || n.VLAN > 4094) {
+			return ferr(p+".vlan", "must be in 1..4094, got %d", n.VLAN)
+		}
+		if n.MACAddress != "" && !macRe.MatchString(n.MACAddress) {
+			return ferr(p+".macAddress", "must look like BC:24:11:00:00:01, got %q", n.MACAddress)
+		}
+	}
+	if ci := s.CloudInit; ci != nil {
+		if ci.User != "" && strings.ContainsAny(ci.User, " \t\n:") {
+			return ferr("spec.cloudInit.user", "invalid user name %q", ci.User)
+		}
+		for i, k := range ci.SSHKeys {
+			if f := strings.Fields(k); len(f) < 2 || !strings.HasPrefix(f[0], "ssh-") && !strings.HasPrefix(f[0], "ecdsa-") && !strings.HasPrefix(f[0], "sk-") {
+				return ferr(fmt.Sprintf("spec.cloudInit.sshKeys[%d]", i), "not an OpenSSH public key (want \"ssh-ed25519 AAAA... comment\")")
+			}
+		}
+		for i, ns := range ci.Nameservers {
+			if _, err := netip.ParseAddr(ns); err != nil {
+				return ferr(fmt.Sprintf("spec.cloudInit.nameservers[%d]", i), "not an IP address: %q", ns)
+			}
+		}
+		if ci.SearchDomain != "" && strings.ContainsAny(ci.SearchDomain, " \t\n,;") {
+			return ferr("spec.cloudInit.searchDomain", "invalid domain %q", ci.SearchDomain)
+		}
+		for _, name := range sortedKeys(ci.IPConfig) {
+			if err := ci.IPConfig[name].validate("spec.cloudInit.ipConfig." + name); err != nil {
+				return err
+			}
+			if !netNameRe.MatchString(name) {
+				return ferr("spec.cloudInit.ipConfig."+name, "keys are network names net0..net31")
+			}
+		}
+	}
+	for i, t := range s.Tags {
+		if !tagRe.MatchString(t) {
+			return ferr(fmt.Sprintf("spec.tags[%d]", i), "tags are lower-case letters, digits and _-+. (got %q)", t)
+		}
+	}
+	if len(s.Description) > 8000 {
+		return ferr("spec.description", "longer than 8000 bytes")
+	}
+	switch s.State {
+	case "", StateRunning, StateStopped:
+	default:
+		return ferr("spec.state", "must be running or stopped, got %q", s.State)
+	}
+	switch s.RestartPolicy {
+	case "", RestartNever, RestartIfRequired:
+	default:
+		return ferr("spec.restartPolicy", "must be never or ifRequired, got %q", s.RestartPolicy)
+	}
+	switch s.ReplacePolicy {
+	case "", ReplaceNever, ReplaceAllow:
+	default:
+		return ferr("spec.replacePolicy", "must be never or allow, got %q", s.ReplacePolicy)
+	}
+	return nil
+}
+
+func nodePath(i int) string {
+	if i == 0 {
+		return "spec.node"
+	}
+	return fmt.Sprintf("spec.nodes[%d]", i-1)
+}
+
+func (c IPConfig) validate(path string) error {
+	if c.IP != "" && c.IP != "dhcp" {
+		p, err := netip.ParsePrefix(c.IP)
+		if err != nil || !p.Addr().Is4() {
+			return ferr(path+".ip", "must be dhcp or an IPv4 CIDR such as 192.168.1.50/24 (IPv6 goes in ip6), got %q", c.IP)
+		}
+	}
+	if c.Gateway != "" {
+		if a, err := netip.ParseAddr(c.Gateway); err != nil || !a.Is4() {
+			return ferr(path+".gateway", "must be an IPv4 address, got %q", c.Gateway)
+		}
+		if c.IP == "" || c.IP == "dhcp" {
+			return ferr(path+".gateway", "needs a static ip")
+		}
+	}
+	if c.IP6 != "" && c.IP6 != "dhcp" && c.IP6 != "auto" {
+		p, err := netip.ParsePrefix(c.IP6)
+		if err != nil || !p.Addr().Is6() {
+			return ferr(path+".ip6", "must be dhcp, auto or an IPv6 CIDR such as 2001:db8::50/64, got %q", c.IP6)
+		}
+	}
+	if c.Gateway6 != "" {
+		if a, err := netip.ParseAddr(c.Gateway6); err != nil || !a.Is6() {
+			return ferr(path+".gateway6", "must be an IPv6 address, got %q", c.Gateway6)
+		}
+	}
+	return nil
+}
+
+// parseSize parses "20G", "512M", "1T" or a number of bytes into bytes.
+func parseSize(s string) (uint64, error) {
+	m := sizeRe.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, fmt.Errorf("size must be a number with an optional K, M, G or T suffix, such as 20G, got %q", s)
+	}
+	f, err := strconv.ParseFloat(m[1], 64)
+	if err != nil || f <= 0 {
+		return 0, fmt.Errorf("size must be positive, got %q", s)
+	}
+	mult := map[string]float64{"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[m[2]]
+	return uint64(f * mult), nil
+}
+
+// formatSize renders bytes the way Proxmox does in disk strings: the
+// largest unit that divides evenly.
+func formatSize(b uint64) string {
+	for _, u := range []struct {
+		s string
+		n uint64
+	}{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if b >= u.n && b%u.n == 0 {
+			return strconv.FormatUint(b/u.n, 10) + u.s
+		}
+	}
+	return strconv.FormatUint(b, 10)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// full reports whether the clone is full.
+func (t *TemplateSpec) full() bool {
+	if t.Linked {
+		return false
+	}
+	return t.Full == nil || *t.Full
+}
+
+// desiredState is the power state Apply converges to for a VM that exists
+// ("" = leave as is).
+func (s *VMSpec) desiredState(created bool) string {
+	if s.State != "" {
+		return s.State
+	}
+	if created && (s.StartOnCreate == nil || *s.StartOnCreate) {
+		return StateRunning
+	}
+	return ""
+}

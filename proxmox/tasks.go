@@ -1,0 +1,132 @@
+package proxmox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	pve "github.com/luthermonson/go-proxmox"
+	"github.com/openctl/openctl/errcode"
+)
+
+// taskLogTail is how many lines of a failed task's log its error carries.
+const taskLogTail = 8
+
+// TaskError is a Proxmox worker task that failed, timed out or whose status
+// could not be read. Its code follows the exit status: lock timeouts are
+// TRANSIENT, everything else is not retried.
+type TaskError struct {
+	UPID string // the task's id
+	Node string // the node that ran it
+	Type string // qmclone, qmconfig, qmstart, ...
+	// ExitStatus is Proxmox's exit status ("OK" never appears here);
+	// empty when the task timed out.
+	ExitStatus string
+	// Log holds the last lines of the task log (up to 8).
+	Log []string
+	// Timeout is set when the task did not finish in time.
+	Timeout time.Duration
+	code    errcode.Code
+	err     error
+}
+
+// Error describes the task, its exit status and the tail of its log.
+func (e *TaskError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "task %s on %s", e.Type, e.Node)
+	if e.Timeout > 0 {
+		fmt.Fprintf(&b, " did not finish within %s (still running: %s)", e.Timeout, e.UPID)
+	} else {
+		fmt.Fprintf(&b, " failed: %s", e.ExitStatus)
+	}
+	if len(e.Log) > 0 {
+		fmt.Fprintf(&b, "; task log: %s", strings.Join(e.Log, " | "))
+	}
+	return b.String()
+}
+
+// Is matches the task's error code.
+func (e *TaskError) Is(target error) bool { c, ok := target.(errcode.Code); return ok && c == e.code }
+
+// Unwrap returns the go-proxmox error (a *proxmox.TaskFailedError for a
+// failed task).
+func (e *TaskError) Unwrap() error { return e.err }
+
+// await waits for the task upid to finish, polling with a growing interval,
+// and returns nil only if it finished with exit status OK (or WARNINGS).
+// Errors reading the status (a 5xx, a lost status file) are retried until
+// timeout; a failed task's error carries its log tail.
+func (p *Provider) await(ctx context.Context, c *conn, upid pve.UPID, timeout time.Duration) error {
+	task := pve.NewTask(upid, c.client)
+	if task == nil {
+		return errcode.New(errcode.Internal, "proxmox: the API returned no task id")
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	interval := p.tune.PollMin
+	var lastErr error
+	for {
+		// Wait with an hour-long interval and a max of one interval: one
+		// status poll (with go-proxmox's "no such task" fallback), then a
+		// quiet interval, then ErrTimeout if still running.
+		err := task.Wait(wctx, time.Hour, interval)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, pve.ErrTimeout):
+			// Still running.
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case wctx.Err() != nil:
+			te := &TaskError{UPID: string(upid), Node: task.Node, Type: task.Type, Timeout: timeout, code: errcode.Transient, err: lastErr}
+			return te
+		default:
+			if tf, ok := errors.AsType[*pve.TaskFailedError](err); ok {
+				return p.taskFailed(ctx, task, tf)
+			}
+			if cerr := classify(err); !isTransient(cerr) {
+				return fmt.Errorf("reading status of task %s: %w", upid, cerr)
+			}
+			lastErr = err
+			p.sleep(wctx, interval)
+		}
+		interval = min(interval*3/2, p.tune.PollMax)
+	}
+}
+
+// taskFailed builds the TaskError of a failed task, fetching its log tail.
+func (p *Provider) taskFailed(ctx context.Context, task *pve.Task, tf *pve.TaskFailedError) error {
+	te := &TaskError{UPID: string(tf.UPID), Node: tf.Node, Type: tf.Type, ExitStatus: tf.ExitStatus, err: tf, code: errcode.Internal}
+	if transientRe.MatchString(tf.ExitStatus) {
+		te.code = errcode.Transient
+	}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if log, err := task.Log(lctx, 0, 1000); err == nil {
+		keys := make([]int, 0, len(log))
+		for k := range log {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		if len(keys) > taskLogTail {
+			keys = keys[len(keys)-taskLogTail:]
+		}
+		for _, k := range keys {
+			te.Log = append(te.Log, log[k])
+		}
+	}
+	return te
+}
+
+// sleep waits d or until ctx is done.
+func (p *Provider) sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,827 @@
+package proxmox
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	pve "github.com/luthermonson/go-proxmox"
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/registry"
+)
+
+// clusterRes is one entry of GET /cluster/resources.
+type clusterRes struct {
+	ID       string  `json:"id"`
+	Type     string  `json:"type"`
+	Node     string  `json:"node"`
+	Name     string  `json:"name"`
+	Status   string  `json:"status"`
+	Tags     string  `json:"tags"`
+	Lock     string  `json:"lock"`
+	VMID     int     `json:"vmid"`
+	Template int     `json:"template"`
+	MaxMem   uint64  `json:"maxmem"`
+	Mem      uint64  `json:"mem"`
+	Uptime   int64   `json:"uptime"`
+	CPU      float64 `json:"cpu"`
+	MaxCPU   int     `json:"maxcpu"`
+}
+
+// vmRef locates a VM.
+type vmRef struct {
+	c    *conn
+	node string
+	vmid int
+}
+
+func (v vmRef) path(suffix string) string {
+	return fmt.Sprintf("/nodes/%s/qemu/%d%s", v.node, v.vmid, suffix)
+}
+
+// resources reads /cluster/resources (VMs and nodes).
+func (p *Provider) resources(ctx context.Context, c *conn) ([]clusterRes, error) {
+	var rs []clusterRes
+	err := p.retryRead(ctx, func() error { rs = nil; return c.client.Get(ctx, "/cluster/resources", &rs) })
+	return rs, err
+}
+
+// findVM finds the (non-template) QEMU VM named name; nil if there is none.
+func findVM(rs []clusterRes, name string) (*clusterRes, error) {
+	var found []*clusterRes
+	for i := range rs {
+		r := &rs[i]
+		if r.Type == "qemu" && r.Template == 0 && r.Name == name {
+			found = append(found, r)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return found[0], nil
+	}
+	ids := make([]string, 0, len(found))
+	for _, r := range found {
+		ids = append(ids, fmt.Sprintf("%d on %s", r.VMID, r.Node))
+	}
+	return nil, errcode.New(errcode.Conflict, fmt.Sprintf("several VMs are named %s (%s); openctl needs VM names to be unique", name, strings.Join(ids, ", ")))
+}
+
+// readConfig reads a VM's config (pending values included).
+func (p *Provider) readConfig(ctx context.Context, v vmRef) (vmConfig, error) {
+	var m map[string]any
+	if err := p.retryRead(ctx, func() error { m = nil; return v.c.client.Get(ctx, v.path("/config"), &m) }); err != nil {
+		return nil, err
+	}
+	conf := newVMConfig(m)
+	conf["vmid"] = strconv.Itoa(v.vmid)
+	return conf, nil
+}
+
+// locate finds the context and cluster entry of the VM named name. It
+// tries the context Validate/Apply saw it in first, then every context.
+func (p *Provider) locate(ctx context.Context, name string) (*conn, *clusterRes, error) {
+	p.mu.Lock()
+	known, ok := p.where[name]
+	p.mu.Unlock()
+	order := p.order
+	if ok {
+		order = append([]string{known}, without(p.order, known)...)
+	}
+	for _, cn := range order {
+		c := p.conns[cn]
+		rs, err := p.resources(ctx, c)
+		if err != nil {
+			return nil, nil, err
+		}
+		r, err := findVM(rs, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if r != nil {
+			return c, r, nil
+		}
+		if ok {
+			break // the spec names its context: do not look elsewhere
+		}
+	}
+	return nil, nil, nil
+}
+
+func notFound(name string) error {
+	return errcode.Wrap(errcode.NotFound, "", fmt.Errorf("proxmox: VirtualMachine %s not found", name))
+}
+
+// getVM reads a VM by name.
+func (p *Provider) getVM(ctx context.Context, name string) (*manifest.Resource, error) {
+	c, r, err := p.locate(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("proxmox: get VirtualMachine %s: %w", name, err)
+	}
+	if r == nil {
+		return nil, notFound(name)
+	}
+	v := vmRef{c: c, node: r.Node, vmid: r.VMID}
+	conf, err := p.readConfig(ctx, v)
+	if err != nil {
+		if errcode.Is(err, errcode.NotFound) {
+			return nil, notFound(name)
+		}
+		return nil, fmt.Errorf("proxmox: get VirtualMachine %s: %w", name, err)
+	}
+	st, err := p.observe(ctx, v, conf, r.Status, r.Uptime, nil, false)
+	if err != nil {
+		return nil, fmt.Errorf("proxmox: get VirtualMachine %s: %w", name, err)
+	}
+	return vmResource(name, c, r.Node, conf, st), nil
+}
+
+// listVMs lists the QEMU VMs of one context (not templates).
+func (p *Provider) listVMs(ctx context.Context, c *conn) ([]*manifest.Resource, error) {
+	rs, err := p.resources(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var out []*manifest.Resource
+	for _, r := range rs {
+		if r.Type != "qemu" || r.Template != 0 || r.Name == "" {
+			continue
+		}
+		v := vmRef{c: c, node: r.Node, vmid: r.VMID}
+		conf, err := p.readConfig(ctx, v)
+		if errcode.Is(err, errcode.NotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		st := vmStatus{VMID: r.VMID, Node: r.Node, State: r.Status, Uptime: r.Uptime}
+		st.Managed = isManaged(conf)
+		st.MACs = macsOf(conf)
+		st.IPs = staticIPs(conf)
+		if len(st.IPs) > 0 {
+			st.IP = st.IPs[0]
+		}
+		out = append(out, vmResource(r.Name, c, r.Node, conf, st))
+	}
+	return out, nil
+}
+
+func isManaged(conf vmConfig) bool {
+	_, _, ok := splitDescription(conf["description"])
+	return ok
+}
+
+// vmStatus is what status reports.
+type vmStatus struct {
+	VMID           int
+	Node           string
+	State          string
+	IP             string
+	IPs            []string
+	MACs           map[string]string
+	SSHHostKey     string
+	Uptime         int64
+	Managed        bool
+	PendingRestart []string
+}
+
+// vmResource builds the manifest of a live VM: a spec reconstructed from
+// its config, and its status.
+func vmResource(name string, c *conn, node string, conf vmConfig, st vmStatus) *manifest.Resource {
+	spec := map[string]any{"node": node}
+	if c.name != "" {
+		spec["context"] = c.name
+	}
+	userDesc, tmpl, _ := splitDescription(conf["description"])
+	switch {
+	case tmpl.Name != "":
+		spec["template"] = map[string]any{"name": tmpl.Name}
+	case tmpl.VMID != 0:
+		spec["template"] = map[string]any{"vmid": int64(tmpl.VMID)}
+	}
+	if userDesc != "" {
+		spec["description"] = userDesc
+	}
+	cpu := map[string]any{"cores": int64(atoi(orDefault(conf["cores"], "1"))), "sockets": int64(atoi(orDefault(conf["sockets"], "1")))}
+	if first, kv := propList(conf["cpu"]); first != "" || kv["cputype"] != "" {
+		cpu["type"] = orDefault(first, kv["cputype"])
+	}
+	spec["cpu"] = cpu
+	memFirst, memKV := propList(conf["memory"])
+	spec["memory"] = map[string]any{"size": int64(atoi(orDefault(orDefault(memFirst, memKV["current"]), "512")))}
+	var disks []any
+	for _, k := range sortedKeys(conf) {
+		if diskNameRe.MatchString(k) && !isCDROM(conf[k]) {
+			if n, ok := diskSize(conf[k]); ok {
+				d := map[string]any{"name": k, "size": formatSize(n)}
+				if st, _, ok := strings.Cut(conf[k], ":"); ok {
+					d["storage"] = st
+				}
+				disks = append(disks, d)
+			}
+		}
+	}
+	if disks != nil {
+		spec["disks"] = disks
+	}
+	var nets []any
+	for _, k := range sortedNetKeys(conf) {
+		d := parseNet(conf[k])
+		n := map[string]any{"name": k, "model": d.Model, "macAddress": d.MAC}
+		if b := d.Opts["bridge"]; b != "" {
+			n["bridge"] = b
+		}
+		if t := d.Opts["tag"]; t != "" {
+			n["vlan"] = int64(atoi(t))
+		}
+		if f, ok := d.Opts["firewall"]; ok {
+			n["firewall"] = f == "1"
+		}
+		nets = append(nets, n)
+	}
+	if nets != nil {
+		spec["networks"] = nets
+	}
+	ci := map[string]any{}
+	if u := conf["ciuser"]; u != "" {
+		ci["user"] = u
+	}
+	if keys := sshKeysOf(conf["sshkeys"]); len(keys) > 0 {
+		l := make([]any, len(keys))
+		for i, k := range keys {
+			l[i] = k
+		}
+		ci["sshKeys"] = l
+	}
+	if sd := conf["searchdomain"]; sd != "" {
+		ci["searchDomain"] = sd
+	}
+	if ns := strings.Fields(conf["nameserver"]); len(ns) > 0 {
+		l := make([]any, len(ns))
+		for i, n := range ns {
+			l[i] = n
+		}
+		ci["nameservers"] = l
+	}
+	ipc := map[string]any{}
+	for k, v := range conf {
+		if n, ok := strings.CutPrefix(k, "ipconfig"); ok {
+			c := parseIPConfig(v)
+			m := map[string]any{}
+			for key, val := range map[string]string{"ip": c.IP, "gateway": c.Gateway, "ip6": c.IP6, "gateway6": c.Gateway6} {
+				if val != "" {
+					m[key] = val
+				}
+			}
+			ipc["net"+n] = m
+		}
+	}
+	if len(ipc) > 0 {
+		ci["ipConfig"] = ipc
+	}
+	if len(ci) > 0 {
+		spec["cloudInit"] = ci
+	}
+	spec["agent"] = map[string]any{"enabled": agentEnabled(conf["agent"])}
+	if tags := without(tagsOf(conf["tags"]), managedTag); len(tags) > 0 {
+		l := make([]any, len(tags))
+		for i, t := range tags {
+			l[i] = t
+		}
+		spec["tags"] = l
+	}
+	spec["onBoot"] = conf["onboot"] == "1"
+	if st.State == StateRunning || st.State == StateStopped {
+		spec["state"] = st.State
+	}
+
+	status := map[string]any{
+		"vmid":    int64(st.VMID),
+		"node":    st.Node,
+		"state":   st.State,
+		"managed": st.Managed,
+		"uptime":  st.Uptime,
+	}
+	if st.IP != "" {
+		status["ip"] = st.IP
+	}
+	if len(st.IPs) > 0 {
+		l := make([]any, len(st.IPs))
+		for i, ip := range st.IPs {
+			l[i] = ip
+		}
+		status["ips"] = l
+	}
+	if len(st.MACs) > 0 {
+		m := map[string]any{}
+		for k, v := range st.MACs {
+			m[k] = v
+		}
+		status["macAddresses"] = m
+	}
+	if st.SSHHostKey != "" {
+		status["sshHostKey"] = st.SSHHostKey
+	}
+	if len(st.PendingRestart) > 0 {
+		l := make([]any, len(st.PendingRestart))
+		for i, s := range st.PendingRestart {
+			l[i] = s
+		}
+		status["pendingRestart"] = l
+	}
+	return &manifest.Resource{
+		APIVersion: APIVersion, Kind: KindVirtualMachine,
+		Metadata: manifest.Metadata{Name: name},
+		Spec:     spec,
+		Status:   status,
+	}
+}
+
+func sortedNetKeys(conf vmConfig) []string {
+	var keys []string
+	for k := range conf {
+		if netNameRe.MatchString(k) {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b string) int { return atoi(a[3:]) - atoi(b[3:]) })
+	return keys
+}
+
+func macsOf(conf vmConfig) map[string]string {
+	out := map[string]string{}
+	for _, k := range sortedNetKeys(conf) {
+		if d := parseNet(conf[k]); d.MAC != "" {
+			out[k] = d.MAC
+		}
+	}
+	return out
+}
+
+// staticIPs lists the addresses of static ipconfigN entries, net0 first.
+func staticIPs(conf vmConfig) []string {
+	var out []string
+	for i := range 32 {
+		c := parseIPConfig(conf["ipconfig"+strconv.Itoa(i)])
+		for _, cidr := range []string{c.IP, c.IP6} {
+			if ip, _, ok := strings.Cut(cidr, "/"); ok {
+				out = append(out, ip)
+			}
+		}
+	}
+	return out
+}
+
+// observe builds a VM's status. With wait, it polls the guest agent for
+// the VM's address until it has one or Timeouts.GuestAgent passes;
+// without, it asks once when the VM is running.
+func (p *Provider) observe(ctx context.Context, v vmRef, conf vmConfig, state string, uptime int64, s *VMSpec, wait bool) (vmStatus, error) {
+	st := vmStatus{VMID: v.vmid, Node: v.node, State: state, Uptime: uptime, Managed: isManaged(conf), MACs: macsOf(conf)}
+	st.IPs = staticIPs(conf)
+	if len(st.IPs) > 0 {
+		st.IP = st.IPs[0]
+	}
+	if state != StateRunning {
+		return st, nil
+	}
+	if pend, err := p.pending(ctx, v); err == nil {
+		st.PendingRestart = pend
+	} else if !errcode.Is(err, errcode.NotFound) {
+		return st, err
+	}
+	if !agentEnabled(conf["agent"]) {
+		return st, nil
+	}
+	if st.IP != "" || !wait {
+		// Static addresses are known without waiting; the agent is asked
+		// once, best effort, for the rest.
+		if ips, ip, err := p.agentIPs(ctx, v, conf, s); err == nil {
+			st.IPs, st.IP = mergeIPs(st.IPs, ips), orDefault(st.IP, ip)
+			st.SSHHostKey = p.hostKey(ctx, v)
+		}
+		return st, nil
+	}
+	ips, ip, err := p.waitForIP(ctx, v, conf, s)
+	if err != nil {
+		return st, err
+	}
+	st.IPs, st.IP = ips, ip
+	st.SSHHostKey = p.hostKey(ctx, v)
+	return st, nil
+}
+
+func mergeIPs(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, x := range b {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// pending lists config keys whose change waits for a reboot.
+func (p *Provider) pending(ctx context.Context, v vmRef) ([]string, error) {
+	var items []struct {
+		Key     string `json:"key"`
+		Pending any    `json:"pending"`
+		Delete  int    `json:"delete"`
+	}
+	if err := p.retryRead(ctx, func() error { items = nil; return v.c.client.Get(ctx, v.path("/pending"), &items) }); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, it := range items {
+		if it.Pending != nil || it.Delete != 0 {
+			out = append(out, it.Key)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// applyVM creates or converges a VM.
+func (p *Provider) applyVM(ctx context.Context, r *manifest.Resource) (*manifest.Resource, error) {
+	name := r.Metadata.Name
+	fail := func(err error) (*manifest.Resource, error) {
+		return nil, fmt.Errorf("proxmox: apply VirtualMachine %s: %w", name, classify(err))
+	}
+	s, err := DecodeVMSpec(r)
+	if err != nil {
+		return nil, err
+	}
+	c, err := p.conn(s.Context)
+	if err != nil {
+		return nil, specErr(r, ferr("spec.context", "%v", err))
+	}
+	p.mu.Lock()
+	p.where[name] = c.name
+	p.mu.Unlock()
+
+	rs, err := p.resources(ctx, c)
+	if err != nil {
+		return fail(err)
+	}
+	existing, err := findVM(rs, name)
+	if err != nil {
+		return fail(err)
+	}
+	if existing == nil {
+		return p.createVM(ctx, c, r, s, rs)
+	}
+	v := vmRef{c: c, node: existing.Node, vmid: existing.VMID}
+	conf, err := p.readConfig(ctx, v)
+	if err != nil {
+		return fail(err)
+	}
+	pl, err := planChanges(s, name, v.node, conf, existing.Status == StateRunning, c.cfg.Defaults)
+	if err != nil {
+		return fail(err)
+	}
+	if len(pl.replace) > 0 {
+		if s.ReplacePolicy != ReplaceAllow {
+			return fail(errcode.New(errcode.Invalid, strings.Join(pl.replace, "; ")+" — set spec.replacePolicy: allow to let openctl destroy and re-create it"))
+		}
+		registry.ReportStep(ctx, "replacing: destroying the old VM")
+		if err := p.destroy(ctx, v, existing.Status); err != nil {
+			return fail(err)
+		}
+		return p.createVM(ctx, c, r, s, without2(rs, existing.VMID))
+	}
+	out, err := p.converge(ctx, r, s, v, conf, existing.Status, pl, false)
+	if err != nil {
+		return fail(err)
+	}
+	return out, nil
+}
+
+func without2(rs []clusterRes, vmid int) []clusterRes {
+	return slices.DeleteFunc(slices.Clone(rs), func(r clusterRes) bool { return r.Type == "qemu" && r.VMID == vmid })
+}
+
+// createVM clones the template, converges the clone to the spec and, on
+// any failure after the clone, destroys it again (unless ctx was
+// cancelled: a re-run adopts the VM by name and converges it).
+func (p *Provider) createVM(ctx context.Context, c *conn, r *manifest.Resource, s *VMSpec, rs []clusterRes) (*manifest.Resource, error) {
+	name := r.Metadata.Name
+	fail := func(err error) (*manifest.Resource, error) {
+		return nil, fmt.Errorf("proxmox: create VirtualMachine %s: %w", name, classify(err))
+	}
+	node, err := p.chooseNode(c, s, rs)
+	if err != nil {
+		return fail(err)
+	}
+	tmpl, err := p.template(ctx, c, s, node, rs)
+	if err != nil {
+		return fail(err)
+	}
+	tconf, err := p.templateConfig(ctx, c, tmpl)
+	if err != nil {
+		return fail(err)
+	}
+	// Fail before creating anything when the spec cannot work with this
+	// template: a shrinking disk, or no way to learn the VM's address.
+	if _, err := planChanges(s, name, node, withMarker(tconf, s), false, c.cfg.Defaults); err != nil {
+		return fail(err)
+	}
+	if err := p.checkAddressable(s, tconf); err != nil {
+		return fail(err)
+	}
+
+	mem := 0
+	if s.Memory != nil {
+		mem = s.Memory.Size
+	}
+	release := p.reserve(c.name, node, mem)
+	defer release()
+
+	v, err := p.clone(ctx, c, s, name, node, tmpl)
+	if err != nil {
+		return fail(err)
+	}
+	out, err := p.convergeNew(ctx, r, s, v)
+	if err != nil {
+		if ctx.Err() == nil {
+			registry.ReportStep(ctx, "cleaning up after failure")
+			if derr := p.destroyAfterFailure(ctx, v); derr != nil {
+				err = fmt.Errorf("%w; and removing the half-made VM %d failed: %v", err, v.vmid, derr)
+			}
+		}
+		return fail(err)
+	}
+	return out, nil
+}
+
+// withMarker is a template config as its clone will start: with the
+// description openctl gives it.
+func withMarker(tconf vmConfig, s *VMSpec) vmConfig {
+	c := vmConfig{}
+	for k, v := range tconf {
+		c[k] = v
+	}
+	c["description"] = description("", s.Template)
+	return c
+}
+
+// checkAddressable refuses, before anything is created, a VM to be started
+// whose address openctl could never learn: no static IP and the guest agent
+// neither enabled in the template nor by the spec.
+func (p *Provider) checkAddressable(s *VMSpec, tconf vmConfig) error {
+	if s.desiredState(true) != StateRunning {
+		return nil
+	}
+	if s.Agent != nil && s.Agent.Enabled != nil {
+		return nil // explicitly on (discovered) or off (no discovery wanted)
+	}
+	if agentEnabled(tconf["agent"]) {
+		return nil
+	}
+	if s.CloudInit != nil {
+		for _, c := range s.CloudInit.IPConfig {
+			if c.IP != "" && c.IP != "dhcp" {
+				return nil
+			}
+		}
+	}
+	return errcode.New(errcode.Invalid, fmt.Sprintf("template %s has no QEMU guest agent configured, so the VM's DHCP address could never be discovered: "+
+		"set spec.agent.enabled: true (the image must run qemu-guest-agent), give a static spec.cloudInit.ipConfig.net0.ip, "+
+		"or set spec.agent.enabled: false to start it without waiting for an address", tmplLabel(*s.Template)))
+}
+
+// convergeNew converges a fresh clone.
+func (p *Provider) convergeNew(ctx context.Context, r *manifest.Resource, s *VMSpec, v vmRef) (*manifest.Resource, error) {
+	conf, err := p.readConfig(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := planChanges(s, r.Metadata.Name, v.node, conf, false, v.c.cfg.Defaults)
+	if err != nil {
+		return nil, err
+	}
+	return p.converge(ctx, r, s, v, conf, StateStopped, pl, true)
+}
+
+// converge applies a plan to an existing VM: one config task, disk
+// resizes, the power state, a reboot if allowed and needed, then waits for
+// the VM's address.
+func (p *Provider) converge(ctx context.Context, r *manifest.Resource, s *VMSpec, v vmRef, conf vmConfig, state string, pl *plan, created bool) (*manifest.Resource, error) {
+	t := p.cfg.Timeouts
+	if len(pl.config) > 0 {
+		registry.ReportStep(ctx, "configuring")
+		if err := p.task(ctx, v, t.Config, func() (pve.UPID, error) {
+			var upid pve.UPID
+			return upid, v.c.client.Post(ctx, v.path("/config"), pl.config, &upid)
+		}); err != nil {
+			return nil, fmt.Errorf("configuring: %w", err)
+		}
+		for k, val := range pl.config {
+			conf[k] = val
+		}
+		if _, ok := pl.config["cipassword"]; ok {
+			conf["cipassword"] = "**********"
+		}
+	}
+	for _, rz := range pl.resizes {
+		registry.ReportStep(ctx, "growing disk "+rz.disk)
+		if err := p.task(ctx, v, t.Resize, func() (pve.UPID, error) {
+			var upid pve.UPID
+			return upid, v.c.client.Put(ctx, v.path("/resize"), map[string]string{"disk": rz.disk, "size": rz.size}, &upid)
+		}); err != nil {
+			return nil, fmt.Errorf("growing disk %s to %s: %w", rz.disk, rz.size, err)
+		}
+	}
+	want := s.desiredState(created)
+	switch {
+	case want == StateRunning && state != StateRunning:
+		registry.ReportStep(ctx, "starting")
+		if err := p.power(ctx, v, "start", t.Start); err != nil {
+			return nil, err
+		}
+		state = StateRunning
+	case want == StateStopped && state == StateRunning:
+		if err := p.shutdown(ctx, v, p.cfg.Timeouts.Shutdown); err != nil {
+			return nil, err
+		}
+		state = StateStopped
+	case state == StateRunning && s.RestartPolicy == RestartIfRequired:
+		pend, err := p.pending(ctx, v)
+		if err != nil {
+			return nil, err
+		}
+		if len(pend) > 0 {
+			registry.ReportStep(ctx, "rebooting to apply "+strings.Join(pend, ", "))
+			if err := p.power(ctx, v, "reboot", t.Reboot); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if state == StateRunning && agentEnabled(conf["agent"]) && len(staticIPs(conf)) == 0 {
+		registry.ReportStep(ctx, "waiting for guest agent")
+	}
+	var uptime int64
+	st, err := p.observe(ctx, v, conf, state, uptime, s, true)
+	if err != nil {
+		return nil, err
+	}
+	if st.State == StateRunning {
+		// One status read for the uptime the summary shows.
+		var cur struct {
+			Uptime int64  `json:"uptime"`
+			Status string `json:"status"`
+		}
+		if err := p.retryRead(ctx, func() error { return v.c.client.Get(ctx, v.path("/status/current"), &cur) }); err == nil {
+			st.Uptime, st.State = cur.Uptime, cur.Status
+		}
+	}
+	return vmResource(r.Metadata.Name, v.c, v.node, conf, st), nil
+}
+
+// task starts a task with start and waits for it. A start that failed
+// with a lock timeout (nothing happened) is retried with backoff; other
+// transient failures are returned for the engine to retry the whole,
+// idempotent Apply.
+func (p *Provider) task(ctx context.Context, v vmRef, timeout time.Duration, start func() (pve.UPID, error)) error {
+	d := p.tune.Backoff
+	for attempt := 1; ; attempt++ {
+		upid, err := start()
+		if err == nil {
+			return p.await(ctx, v.c, upid, timeout)
+		}
+		err = classify(err)
+		if !isLockTimeout(err) || attempt >= p.tune.CallAttempts || ctx.Err() != nil {
+			return err
+		}
+		p.sleep(ctx, jitter(d))
+		d = min(2*d, 5*time.Second)
+	}
+}
+
+func isLockTimeout(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "can't lock file") || strings.Contains(s, "got timeout")
+}
+
+// power runs start, stop or reboot and waits for the task.
+func (p *Provider) power(ctx context.Context, v vmRef, op string, timeout time.Duration) error {
+	err := p.task(ctx, v, timeout, func() (pve.UPID, error) {
+		var upid pve.UPID
+		return upid, v.c.client.Post(ctx, v.path("/status/"+op), nil, &upid)
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+// shutdown asks the guest to power off, and stops it hard when it has not
+// within Timeouts.Shutdown.
+func (p *Provider) shutdown(ctx context.Context, v vmRef, timeout time.Duration) error {
+	registry.ReportStep(ctx, "shutting down")
+	t := p.cfg.Timeouts
+	err := p.task(ctx, v, timeout+30*time.Second, func() (pve.UPID, error) {
+		var upid pve.UPID
+		secs := max(int(timeout/time.Second), 1)
+		return upid, v.c.client.Post(ctx, v.path("/status/shutdown"), map[string]string{"timeout": strconv.Itoa(secs)}, &upid)
+	})
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	p.log.Warn("graceful shutdown failed; stopping the VM", "vmid", v.vmid, "node", v.node, "err", err.Error())
+	registry.ReportStep(ctx, "stopping")
+	return p.power(ctx, v, "stop", t.Stop)
+}
+
+// destroy shuts a VM down if it runs and destroys it with purge.
+func (p *Provider) destroy(ctx context.Context, v vmRef, state string) error {
+	if state == StateRunning {
+		if err := p.shutdown(ctx, v, p.cfg.Timeouts.Shutdown); err != nil {
+			return err
+		}
+	}
+	registry.ReportStep(ctx, "destroying")
+	q := url.Values{"purge": {"1"}, "destroy-unreferenced-disks": {"1"}}
+	err := p.task(ctx, v, p.cfg.Timeouts.Destroy, func() (pve.UPID, error) {
+		var upid pve.UPID
+		return upid, v.c.client.Delete(ctx, v.path("?"+q.Encode()), &upid)
+	})
+	if err != nil && !errcode.Is(err, errcode.NotFound) {
+		return fmt.Errorf("destroy: %w", err)
+	}
+	return nil
+}
+
+// destroyAfterFailure removes a VM this Apply created and could not finish,
+// retrying transient failures; it runs even if the apply's own deadline is
+// close (on a fresh deadline).
+func (p *Provider) destroyAfterFailure(ctx context.Context, v vmRef) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.Timeouts.Stop+p.cfg.Timeouts.Destroy)
+	defer cancel()
+	var err error
+	d := p.tune.Backoff
+	for attempt := 1; attempt <= p.tune.CallAttempts+3; attempt++ {
+		var cur struct {
+			Status string `json:"status"`
+		}
+		if err = classify(v.c.client.Get(cctx, v.path("/status/current"), &cur)); err == nil {
+			if cur.Status == StateRunning {
+				err = p.power(cctx, v, "stop", p.cfg.Timeouts.Stop)
+			}
+			if err == nil {
+				err = p.destroy(cctx, v, StateStopped)
+			}
+		}
+		if err == nil || errcode.Is(err, errcode.NotFound) {
+			return nil
+		}
+		if cctx.Err() != nil {
+			return err
+		}
+		p.sleep(cctx, jitter(d))
+		d = min(2*d, 5*time.Second)
+	}
+	return err
+}
+
+// deleteVM deletes the VM named name if openctl manages it.
+func (p *Provider) deleteVM(ctx context.Context, name string) error {
+	c, r, err := p.locate(ctx, name)
+	if err != nil {
+		return fmt.Errorf("proxmox: delete VirtualMachine %s: %w", name, err)
+	}
+	if r == nil {
+		return nil
+	}
+	v := vmRef{c: c, node: r.Node, vmid: r.VMID}
+	conf, err := p.readConfig(ctx, v)
+	if errcode.Is(err, errcode.NotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("proxmox: delete VirtualMachine %s: %w", name, err)
+	}
+	if !isManaged(conf) {
+		return errcode.New(errcode.AlreadyExists, fmt.Sprintf("proxmox: delete VirtualMachine %s: VM %d on %s was not created by openctl; refusing to delete it", name, r.VMID, r.Node))
+	}
+	if err := p.destroy(ctx, v, r.Status); err != nil {
+		return fmt.Errorf("proxmox: delete VirtualMachine %s (VM %d on %s): %w", name, r.VMID, r.Node, classify(err))
+	}
+	p.mu.Lock()
+	delete(p.where, name)
+	p.mu.Unlock()
+	return nil
+}
+
+func jitter(d time.Duration) time.Duration {
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
