@@ -115,11 +115,14 @@ func (p *Provider) waitForIP(ctx context.Context, v vmRef, conf vmConfig, s *VMS
 		}
 	}
 	var last string
+	began := time.Now()
+	p.sleep(ctx, p.expected("agent-ip"))
 	for {
 		ips, ip, err := p.agentIPs(ctx, v, conf, s)
 		switch classifyAgentErr(err) {
 		case agentOK:
 			if ip != "" {
+				p.learn("agent-ip", time.Since(began))
 				return ips, ip, nil
 			}
 			report("waiting for an IP address (the guest has only loopback or link-local addresses)")

@@ -123,7 +123,7 @@ func (p *Provider) template(ctx context.Context, c *conn, s *VMSpec, node string
 			continue
 		}
 		if (t.VMID != 0 && r.VMID == t.VMID && r.Node == node) || (t.Name != "" && r.Name == t.Name && r.Node == node) {
-			return templateRef{Node: r.Node, VMID: r.VMID, Name: r.Name}, nil
+			return templateRef{Node: r.Node, VMID: r.VMID, Name: r.Name, Template: true, Shared: true}, nil
 		}
 	}
 	// Not on the chosen node: only a template on shared storage will do.
@@ -136,6 +136,16 @@ func (p *Provider) template(ctx context.Context, c *conn, s *VMSpec, node string
 // cloned from one template at once.
 func (p *Provider) templateConfig(ctx context.Context, c *conn, t templateRef) (vmConfig, error) {
 	key := fmt.Sprintf("%s/%s/%d", c.name, t.Node, t.VMID)
+	p.mu.Lock()
+	mu, ok := p.tmplMu[key]
+	if !ok {
+		mu = &sync.Mutex{}
+		p.tmplMu[key] = mu
+	}
+	p.mu.Unlock()
+	// Many VMs cloned from one template at once read its config once.
+	mu.Lock()
+	defer mu.Unlock()
 	p.mu.Lock()
 	e, ok := p.tmpls[key]
 	p.mu.Unlock()

@@ -322,6 +322,9 @@ func apiBaseURL(endpoint string, insecure bool) (string, error) {
 	if endpoint == "" {
 		return "", fmt.Errorf("required (e.g. https://pve.example.com:8006)")
 	}
+	if !strings.Contains(endpoint, "://") {
+		return "", fmt.Errorf("%q has no scheme (want https://host:8006)", endpoint)
+	}
 	u, err := url.Parse(endpoint)
 	if err != nil {
 		// url.Error quotes the input, which is fine: credentials in a URL
@@ -338,8 +341,6 @@ func apiBaseURL(endpoint string, insecure bool) (string, error) {
 		if !insecure {
 			return "", fmt.Errorf("%q uses http://, which sends the API token in clear text; use https:// (http:// is accepted only with insecureSkipVerify)", endpoint)
 		}
-	case "":
-		return "", fmt.Errorf("%q has no scheme (want https://host:8006)", endpoint)
 	default:
 		return "", fmt.Errorf("%q: scheme must be https, got %q", endpoint, u.Scheme)
 	}

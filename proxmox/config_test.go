@@ -50,7 +50,7 @@ func TestConfigValidate(t *testing.T) {
 		{"no contexts", Config{}, []string{"contexts: at least one"}},
 		{"bad context name", Config{Contexts: map[string]Context{"my lab": validContext()}}, []string{`context "my lab"`, "name"}},
 		{"no endpoint", one(func(c *Context) { c.Endpoint = "" }), []string{`context "lab": endpoint: required`}},
-		{"no scheme", one(func(c *Context) { c.Endpoint = "pve.example.com:8006" }), []string{`context "lab": endpoint:`}},
+		{"no scheme", one(func(c *Context) { c.Endpoint = "pve.example.com:8006" }), []string{`context "lab": endpoint: "pve.example.com:8006" has no scheme`}},
 		{"ftp", one(func(c *Context) { c.Endpoint = "ftp://pve:8006" }), []string{`context "lab": endpoint:`, "scheme must be https"}},
 		{"http without insecure", one(func(c *Context) { c.Endpoint = "http://pve:8006" }), []string{`context "lab": endpoint:`, "http://"}},
 		{"no host", one(func(c *Context) { c.Endpoint = "https://:8006" }), []string{`context "lab": endpoint:`, "no host"}},

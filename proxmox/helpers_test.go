@@ -129,3 +129,5 @@ func withSteps(ctx context.Context, steps *[]string) context.Context {
 		mu.Unlock()
 	})
 }
+
+func secretOf(s string) secret.Secret { return secret.New(s) }

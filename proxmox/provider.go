@@ -41,6 +41,8 @@ type Provider struct {
 	sched    map[string]*scheduler // per context
 	reserved map[string]int        // "ctx/node" → MiB of memory promised to VMs being created
 	tmpls    map[string]tmplCacheEntry
+	tmplMu   map[string]*sync.Mutex // one template config read at a time per template
+	expect   map[string]time.Duration // moving average of how long each task type (and the guest agent) takes
 }
 
 // tuning holds knobs an embedder rarely needs; see Option.
@@ -101,6 +103,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	p := &Provider{
 		cfg: cfg, conns: map[string]*conn{}, log: log, tune: defaultTuning(),
 		where: map[string]string{}, sched: map[string]*scheduler{}, reserved: map[string]int{}, tmpls: map[string]tmplCacheEntry{},
+		tmplMu: map[string]*sync.Mutex{}, expect: map[string]time.Duration{},
 	}
 	for _, o := range opts {
 		o(&p.tune)
@@ -150,7 +153,7 @@ func (p *Provider) Ping(ctx context.Context) error {
 	var errs []error
 	for _, name := range p.order {
 		if err := p.conns[name].verify(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("proxmox: context %q: %w", name, classify(err)))
+			errs = append(errs, classify(err)) // verify names the context
 		}
 	}
 	return errors.Join(errs...)

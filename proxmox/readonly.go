@@ -573,8 +573,8 @@ func (c *conn) findTemplate(ctx context.Context, node, name string, vmid int) (t
 			on = append(on, vol.key+" on "+vol.storage)
 		}
 		return templateRef{}, errcode.New(errcode.Invalid, fmt.Sprintf(
-			"proxmox: context %q: %s (VMID %d) is on node %s and not all its volumes are on storage shared with %s (%s): Proxmox clones to another node only from shared storage; place the VM on %s, move the template's disks to shared storage, or copy the template to %s",
-			c.name, label, int(r.VMID), r.Node, node, strings.Join(on, ", "), r.Node, node))
+			"proxmox: context %q: template %q (VMID %d) is on node %s and not all its volumes are on storage shared with %s (%s): Proxmox clones to another node only from shared storage; place the VM on %s, move the template's disks to shared storage, or copy the template to %s",
+			c.name, template{clusterResource: r}.displayName(), int(r.VMID), r.Node, node, strings.Join(on, ", "), r.Node, node))
 	case len(usable) == 0:
 		return templateRef{}, errcode.New(errcode.Invalid, fmt.Sprintf(
 			"proxmox: context %q: %s is not on node %s and no copy is on storage shared with it (%s): Proxmox clones to another node only from shared storage",
@@ -584,11 +584,11 @@ func (c *conn) findTemplate(ctx context.Context, node, name string, vmid int) (t
 		for i, u := range usable {
 			picked[i] = cands[u]
 		}
-		where := "in context " + strconv.Quote(c.name)
+		where := ""
 		if node != "" {
-			where = "for node " + node
+			where = " for node " + node
 		}
-		return templateRef{}, errcode.New(errcode.Invalid, fmt.Sprintf("proxmox: context %q: %s is ambiguous %s: %s; clone by vmid, or give the VM a node", c.name, label, where, describeTemplates(picked)))
+		return templateRef{}, errcode.New(errcode.Invalid, fmt.Sprintf("proxmox: context %q: %s is ambiguous%s: %s; clone by vmid, or give the VM a node", c.name, label, where, describeTemplates(picked)))
 	}
 	r, conf := cands[usable[0]], confs[usable[0]]
 	return templateRef{

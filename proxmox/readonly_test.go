@@ -205,7 +205,7 @@ func TestFindTemplate(t *testing.T) {
 		subs       []string
 	}{
 		{"local template on another node", "pve2", "", 9000, errcode.Invalid,
-			[]string{"template VMID 9000", "is on node pve1", "shared with pve2", "scsi0 on local-lvm", "ide2 on local-lvm", "place the VM on pve1"}},
+			[]string{`template "ubuntu" (VMID 9000) is on node pve1`, "shared with pve2", "scsi0 on local-lvm", "ide2 on local-lvm", "place the VM on pve1"}},
 		{"no copy usable on the node", "pve2", "ubuntu", 0, errcode.Invalid,
 			[]string{`template "ubuntu" is not on node pve2`, "VMID 9000 on node pve1, VMID 9002 on node pve3", "shared storage"}},
 		{"ambiguous without a node", "", "ubuntu", 0, errcode.Invalid, []string{`template "ubuntu" is ambiguous`, "VMID 9000", "VMID 9002"}},

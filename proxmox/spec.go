@@ -184,6 +184,9 @@ type fieldError struct {
 
 func (e *fieldError) Error() string { return e.path + ": " + e.msg }
 
+// Unwrap classifies every field error as errcode.Invalid.
+func (e *fieldError) Unwrap() error { return errcode.Invalid }
+
 func ferr(path, format string, args ...any) error {
 	return &fieldError{path: path, msg: fmt.Sprintf(format, args...)}
 }

@@ -68,6 +68,10 @@ func (p *Provider) await(ctx context.Context, c *conn, upid pve.UPID, timeout ti
 	defer cancel()
 	interval := p.tune.PollMin
 	var lastErr error
+	began := time.Now()
+	// Sleep most of the time this task type usually takes before the first
+	// poll: fewer status requests, and no later an answer.
+	p.sleep(wctx, p.expected(task.Type))
 	for {
 		// Wait with an hour-long interval and a max of one interval: one
 		// status poll (with go-proxmox's "no such task" fallback), then a
@@ -75,6 +79,7 @@ func (p *Provider) await(ctx context.Context, c *conn, upid pve.UPID, timeout ti
 		err := task.Wait(wctx, time.Hour, interval)
 		switch {
 		case err == nil:
+			p.learn(task.Type, time.Since(began))
 			return nil
 		case errors.Is(err, pve.ErrTimeout):
 			// Still running.
@@ -129,4 +134,23 @@ func (p *Provider) sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// expected is how long to wait before first asking about an operation of
+// kind: 80% of the moving average of its recent durations, capped at
+// PollMax (zero until one has been seen).
+func (p *Provider) expected(kind string) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return min(p.expect[kind]*4/5, p.tune.PollMax)
+}
+
+// learn folds one observed duration of kind into its moving average.
+func (p *Provider) learn(kind string, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if old, ok := p.expect[kind]; ok {
+		d = (old*7 + d*3) / 10
+	}
+	p.expect[kind] = d
 }

@@ -31,7 +31,7 @@ type clusterRes struct {
 	Mem      uint64  `json:"mem"`
 	Uptime   int64   `json:"uptime"`
 	CPU      float64 `json:"cpu"`
-	MaxCPU   int     `json:"maxcpu"`
+	MaxCPU   float64 `json:"maxcpu"`
 }
 
 // vmRef locates a VM.
@@ -136,7 +136,7 @@ func (p *Provider) getVM(ctx context.Context, name string) (*manifest.Resource, 
 		}
 		return nil, fmt.Errorf("proxmox: get VirtualMachine %s: %w", name, err)
 	}
-	st, err := p.observe(ctx, v, conf, r.Status, r.Uptime, nil, false)
+	st, err := p.observe(ctx, v, conf, r.Status, r.Uptime, nil, false, true)
 	if err != nil {
 		return nil, fmt.Errorf("proxmox: get VirtualMachine %s: %w", name, err)
 	}
@@ -383,7 +383,7 @@ func staticIPs(conf vmConfig) []string {
 // observe builds a VM's status. With wait, it polls the guest agent for
 // the VM's address until it has one or Timeouts.GuestAgent passes;
 // without, it asks once when the VM is running.
-func (p *Provider) observe(ctx context.Context, v vmRef, conf vmConfig, state string, uptime int64, s *VMSpec, wait bool) (vmStatus, error) {
+func (p *Provider) observe(ctx context.Context, v vmRef, conf vmConfig, state string, uptime int64, s *VMSpec, wait, checkPending bool) (vmStatus, error) {
 	st := vmStatus{VMID: v.vmid, Node: v.node, State: state, Uptime: uptime, Managed: isManaged(conf), MACs: macsOf(conf)}
 	st.IPs = staticIPs(conf)
 	if len(st.IPs) > 0 {
@@ -392,10 +392,12 @@ func (p *Provider) observe(ctx context.Context, v vmRef, conf vmConfig, state st
 	if state != StateRunning {
 		return st, nil
 	}
-	if pend, err := p.pending(ctx, v); err == nil {
+	if checkPending {
+		pend, err := p.pending(ctx, v)
+		if err != nil && !errcode.Is(err, errcode.NotFound) {
+			return st, err
+		}
 		st.PendingRestart = pend
-	} else if !errcode.Is(err, errcode.NotFound) {
-		return st, err
 	}
 	if !agentEnabled(conf["agent"]) {
 		return st, nil
@@ -496,7 +498,7 @@ func (p *Provider) applyVM(ctx context.Context, r *manifest.Resource) (*manifest
 		}
 		return p.createVM(ctx, c, r, s, without2(rs, existing.VMID))
 	}
-	out, err := p.converge(ctx, r, s, v, conf, existing.Status, pl, false)
+	out, err := p.converge(ctx, r, s, v, conf, existing.Status, existing.Uptime, pl, false)
 	if err != nil {
 		return fail(err)
 	}
@@ -606,13 +608,13 @@ func (p *Provider) convergeNew(ctx context.Context, r *manifest.Resource, s *VMS
 	if err != nil {
 		return nil, err
 	}
-	return p.converge(ctx, r, s, v, conf, StateStopped, pl, true)
+	return p.converge(ctx, r, s, v, conf, StateStopped, 0, pl, true)
 }
 
 // converge applies a plan to an existing VM: one config task, disk
 // resizes, the power state, a reboot if allowed and needed, then waits for
 // the VM's address.
-func (p *Provider) converge(ctx context.Context, r *manifest.Resource, s *VMSpec, v vmRef, conf vmConfig, state string, pl *plan, created bool) (*manifest.Resource, error) {
+func (p *Provider) converge(ctx context.Context, r *manifest.Resource, s *VMSpec, v vmRef, conf vmConfig, state string, uptime int64, pl *plan, created bool) (*manifest.Resource, error) {
 	t := p.cfg.Timeouts
 	if len(pl.config) > 0 {
 		registry.ReportStep(ctx, "configuring")
@@ -666,20 +668,10 @@ func (p *Provider) converge(ctx context.Context, r *manifest.Resource, s *VMSpec
 	if state == StateRunning && agentEnabled(conf["agent"]) && len(staticIPs(conf)) == 0 {
 		registry.ReportStep(ctx, "waiting for guest agent")
 	}
-	var uptime int64
-	st, err := p.observe(ctx, v, conf, state, uptime, s, true)
+	// A VM started just now has no pending changes and no uptime to read.
+	st, err := p.observe(ctx, v, conf, state, uptime, s, true, !created)
 	if err != nil {
 		return nil, err
-	}
-	if st.State == StateRunning {
-		// One status read for the uptime the summary shows.
-		var cur struct {
-			Uptime int64  `json:"uptime"`
-			Status string `json:"status"`
-		}
-		if err := p.retryRead(ctx, func() error { return v.c.client.Get(ctx, v.path("/status/current"), &cur) }); err == nil {
-			st.Uptime, st.State = cur.Uptime, cur.Status
-		}
 	}
 	return vmResource(r.Metadata.Name, v.c, v.node, conf, st), nil
 }

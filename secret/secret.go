@@ -9,6 +9,8 @@
 package secret
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 )
@@ -61,6 +63,28 @@ func (s Secret) MarshalText() ([]byte, error) { return []byte(Redacted), nil }
 
 // MarshalYAML writes [redacted] (gopkg.in/yaml.v3's Marshaler).
 func (s Secret) MarshalYAML() (any, error) { return Redacted, nil }
+
+// UnmarshalText sets the secret from text, so that configuration files
+// (YAML, and JSON through UnmarshalJSON) can hold secrets. The redaction
+// placeholder itself is refused: it means a redacted document was fed back.
+func (s *Secret) UnmarshalText(b []byte) error {
+	if string(b) == Redacted {
+		return errRedacted
+	}
+	s.v = string(b)
+	return nil
+}
+
+// UnmarshalJSON sets the secret from a JSON string.
+func (s *Secret) UnmarshalJSON(b []byte) error {
+	var v string
+	if err := json.Unmarshal(b, &v); err != nil {
+		return errors.New("secret: want a JSON string")
+	}
+	return s.UnmarshalText([]byte(v))
+}
+
+var errRedacted = errors.New("secret: the value is the redaction placeholder " + Redacted + ", not a secret: give the real value")
 
 // LogValue redacts the secret in log/slog output.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(Redacted) }

@@ -66,3 +66,17 @@ func ExampleSecret() {
 	// token=[redacted] [redacted] [redacted]
 	// 6
 }
+
+func TestSecretUnmarshal(t *testing.T) {
+	var cfg struct {
+		Token secret.Secret `json:"token" yaml:"token"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(`{"token":"abc"}`), &cfg))
+	assert.Equal(t, "abc", cfg.Token.Reveal())
+	require.NoError(t, yaml.Unmarshal([]byte("token: xyz\n"), &cfg))
+	assert.Equal(t, "xyz", cfg.Token.Reveal())
+	// Feeding redacted output back is refused rather than storing "[redacted]".
+	assert.ErrorContains(t, json.Unmarshal([]byte(`{"token":"[redacted]"}`), &cfg), "redaction placeholder")
+	assert.ErrorContains(t, yaml.Unmarshal([]byte("token: '[redacted]'\n"), &cfg), "redaction placeholder")
+	assert.Error(t, json.Unmarshal([]byte(`{"token":1}`), &cfg))
+}
