@@ -41,7 +41,7 @@ type Provider struct {
 	sched    map[string]*scheduler // per context
 	reserved map[string]int        // "ctx/node" → MiB of memory promised to VMs being created
 	tmpls    map[string]tmplCacheEntry
-	tmplMu   map[string]*sync.Mutex // one template config read at a time per template
+	tmplMu   map[string]*sync.Mutex   // one template config read at a time per template
 	expect   map[string]time.Duration // moving average of how long each task type (and the guest agent) takes
 }
 
