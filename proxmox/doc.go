@@ -1,0 +1,67 @@
+// Package proxmox is the Proxmox VE provider: it serves
+// proxmox.openctl.io/v1 VirtualMachine (clone, configure, start, delete),
+// and the read-only Template and Node kinds, on top of
+// github.com/luthermonson/go-proxmox.
+//
+// A VirtualMachine manifest:
+//
+//	apiVersion: proxmox.openctl.io/v1
+//	kind: VirtualMachine
+//	metadata:
+//	  name: web-01
+//	spec:
+//	  node: pve1                      # or nodes: [pve1, pve2] — the one with most free memory
+//	  template: {name: ubuntu-24.04-cloud}   # or {vmid: 9000}; full clone unless linked: true
+//	  cpu: {cores: 4}
+//	  memory: {size: 8192}            # MiB
+//	  disks: [{name: scsi0, size: 40G}]
+//	  networks: [{name: net0, bridge: vmbr0, vlan: 20}]
+//	  cloudInit:
+//	    user: ubuntu
+//	    sshKeys: ["ssh-ed25519 AAAA... me@laptop"]
+//	    ipConfig: {net0: {ip: dhcp}}  # or ip: 10.0.0.5/24, gateway: 10.0.0.1; ip6, gateway6
+//	  tags: [web]
+//
+// # Behaviour
+//
+// Apply is idempotent by name. A VM openctl created carries the tag
+// "openctl" and a marker line at the end of its description; a VM with the
+// same name but without the marker is an ALREADY_EXISTS error and is never
+// adopted, changed or deleted. Creating a VM reads the cluster once,
+// chooses the node, checks the template (disks only grow; a template
+// without a guest agent and a DHCP address would leave the VM's address
+// unknowable, which fails at once with advice), allocates a VMID and clones
+// — VMID allocation is serialised within a Provider and retried when
+// another client took the id, and clones are bounded per node and per
+// template (Limits) — then sets everything in one config task, grows disks,
+// starts the VM and polls the guest agent until it reports an address on
+// the VM's first network (static addresses are known without waiting). If
+// any step after the clone fails, the half-made VM is destroyed again; if
+// the context is cancelled it is left for the next Apply, which adopts it
+// by name.
+//
+// Updates are made in place: cpu, memory, tags, description, cloud-init,
+// networks and disk growth, in one config task. On a running VM, changes
+// Proxmox applies only at the next boot stay pending (status.pendingRestart
+// lists them and Diff says so) unless spec.restartPolicy is ifRequired,
+// which reboots the VM. A new template or a node the spec no longer allows
+// needs a new VM: Diff reports a replace, and Apply refuses unless
+// spec.replacePolicy is allow. Delete shuts the VM down gracefully (then
+// stops it if it does not power off in time) and destroys it with purge.
+// The Actioner offers start, stop, shutdown and reboot.
+//
+// Every Proxmox task is awaited and its exit status checked; a failed
+// task's error (TaskError) carries the tail of its log. Lock timeouts and
+// 5xx answers are TRANSIENT (the engine retries the whole, idempotent
+// Apply); 401/403 are UNAUTHORIZED and name the missing privilege.
+//
+// # Connections
+//
+// A Config holds one or more contexts (Proxmox endpoints) with an API token
+// each (tokenSecret or tokenSecretFile); a VM picks one with spec.context.
+// TLS is verified: pin the certificate's SHA-256 fingerprint (the easy path
+// for Proxmox's self-signed certificates — `openssl x509 -noout
+// -fingerprint -sha256 -in /etc/pve/local/pve-ssl.pem` on the node), or
+// name a CA file; insecureSkipVerify exists but logs a warning. Token
+// secrets never appear in errors or logs.
+package proxmox
