@@ -191,11 +191,18 @@ func (e *Engine) waitReady(ctx context.Context, n *node, live *manifest.Resource
 // something recorded (status, labels, the spec as written, children)
 // differs, so an unchanged resource costs no write when nothing moved.
 func (e *Engine) record(ctx context.Context, n *node, prev *state.Record, hash string, live *manifest.Resource, statusOnly bool) error {
-	status, secrets := splitSecrets(n.kind.SecretFields, live.Status)
+	status, secrets := splitSecrets(n.kind.SecretFields, "status.", live.Status)
+	spec, specSecrets := splitSecrets(n.kind.SecretFields, "spec.", n.res.Spec)
+	if len(specSecrets) > 0 {
+		if secrets == nil {
+			secrets = map[string]secret.Secret{}
+		}
+		maps.Copy(secrets, specSecrets)
+	}
 	rec := &state.Record{
 		APIVersion: n.id.APIVersion, Kind: n.id.Kind, Name: n.id.Name,
 		Labels:   n.res.Metadata.Labels,
-		Spec:     n.res.Spec,
+		Spec:     spec,
 		SpecHash: hash,
 		Status:   status,
 		Owner:    n.owner,
@@ -220,16 +227,17 @@ func sameRecord(a, b *state.Record) bool {
 		((a.Owner == nil) == (b.Owner == nil)) && (a.Owner == nil || *a.Owner == *b.Owner)
 }
 
-// splitSecrets removes the secret fields ("status.x.y") from a copy of
-// status and returns them separately, rendered as strings.
-func splitSecrets(paths []string, status map[string]any) (map[string]any, map[string]secret.Secret) {
-	if len(paths) == 0 || status == nil {
-		return status, nil
+// splitSecrets removes the secret fields under prefix ("status." or
+// "spec.") from a copy of m and returns them separately, rendered as
+// strings. A $ref marker in a spec is not a secret value and stays.
+func splitSecrets(paths []string, prefix string, m0 map[string]any) (map[string]any, map[string]secret.Secret) {
+	if len(paths) == 0 || m0 == nil {
+		return m0, nil
 	}
-	status = manifest.CopyMap(status)
+	status := manifest.CopyMap(m0)
 	secrets := map[string]secret.Secret{}
 	for _, p := range paths {
-		rest, ok := strings.CutPrefix(p, "status.")
+		rest, ok := strings.CutPrefix(p, prefix)
 		if !ok {
 			continue
 		}
@@ -248,7 +256,7 @@ func splitSecrets(paths []string, status map[string]any) (map[string]any, map[st
 		}
 		last := keys[len(keys)-1]
 		v, ok := m[last]
-		if !ok {
+		if !ok || refs.IsMarker(v) {
 			continue
 		}
 		delete(m, last)

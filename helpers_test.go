@@ -36,7 +36,7 @@ func newTestProvider() *testProvider {
 
 func (p *testProvider) Kinds() []registry.Kind {
 	return []registry.Kind{
-		{Kind: "Thing", Plural: "things", SecretFields: []string{"status.token"}},
+		{Kind: "Thing", Plural: "things", SecretFields: []string{"status.token", "spec.auth.password"}},
 		{Kind: "Group", Plural: "groups", Composite: true},
 	}
 }

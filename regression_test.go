@@ -182,3 +182,44 @@ func TestProviderPanicWithErrorKeepsCause(t *testing.T) {
 	assert.True(t, errors.Is(err, cause))
 	assert.Equal(t, errcode.Internal, errcode.Of(err))
 }
+
+// TestSpecSecretFieldsAreSealedNotRecorded: a spec field the kind declares
+// secret never reaches the recorded spec; it is kept with the sealed
+// secrets, a re-apply is still a no-op, and a change of it is still seen.
+func TestSpecSecretFieldsAreSealedNotRecorded(t *testing.T) {
+	p := newTestProvider()
+	e := newEngine(t, p)
+	ctx := t.Context()
+	r := thing("db", map[string]any{"auth": map[string]any{"user": "app", "password": "hunter2"}, "peer": nil})
+	delete(r.Spec, "peer")
+	_, err := e.Apply(ctx, r)
+	require.NoError(t, err)
+	rec, err := e.Store().Get(ctx, thingID("db"))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"auth": map[string]any{"user": "app"}}, rec.Spec)
+	assert.Equal(t, "hunter2", rec.Secrets["spec.auth.password"].Reveal())
+	assert.Equal(t, "hunter2", r.Spec["auth"].(map[string]any)["password"], "the caller's manifest is untouched")
+
+	rep, err := e.Apply(ctx, r)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Count(openctl.OutcomeUnchanged))
+
+	r2 := r.DeepCopy()
+	r2.Spec["auth"].(map[string]any)["password"] = "rotated"
+	rep, err = e.Apply(ctx, r2)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Count(openctl.OutcomeUpdated))
+	rec, err = e.Store().Get(ctx, thingID("db"))
+	require.NoError(t, err)
+	assert.Equal(t, "rotated", rec.Secrets["spec.auth.password"].Reveal())
+
+	// A $ref in a secret field names where the value comes from: it stays.
+	_, err = e.Apply(ctx, thing("src", nil))
+	require.NoError(t, err)
+	_, err = e.Apply(ctx, thing("app", map[string]any{"auth": map[string]any{"password": ref("src", "status.ip")}}))
+	require.NoError(t, err)
+	rec, err = e.Store().Get(ctx, thingID("app"))
+	require.NoError(t, err)
+	_, kept := rec.Spec["auth"].(map[string]any)["password"]
+	assert.True(t, kept)
+}

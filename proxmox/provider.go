@@ -134,6 +134,7 @@ func (p *Provider) Name() string { return "proxmox" }
 func (p *Provider) Kinds() []registry.Kind {
 	return []registry.Kind{
 		{Kind: KindVirtualMachine, Plural: "virtualmachines", ShortNames: []string{"vm", "vms"}, Versions: []string{"v1"},
+			SecretFields: []string{"spec.cloudInit.password"},
 			Columns: []registry.Column{
 				{Name: "NODE", Field: "status.node"}, {Name: "VMID", Field: "status.vmid"},
 				{Name: "STATE", Field: "status.state"}, {Name: "IP", Field: "status.ip"},

@@ -54,10 +54,12 @@ type Kind struct {
 	// ReadOnly is true for kinds that can be read and listed but not
 	// applied or deleted (e.g. a Proxmox Node).
 	ReadOnly bool `json:"readOnly,omitempty"`
-	// SecretFields are paths under status (e.g. "status.kubeconfig",
-	// "status.join.token"; map keys only) whose values are secrets: the
-	// engine records them in state.Record.Secrets instead of the status,
-	// stores keep them sealed, and output redacts them.
+	// SecretFields are paths under status or spec (e.g.
+	// "status.kubeconfig", "spec.cloudInit.password"; map keys only) whose
+	// values are secrets: the engine records them in state.Record.Secrets
+	// instead of the status or the recorded spec, stores keep them sealed,
+	// and output redacts them. (A $ref marker in a spec field stays in the
+	// recorded spec: it names where the secret comes from, not its value.)
 	SecretFields []string `json:"secretFields,omitempty"`
 	// Columns are the kind's table columns after NAME, in order, as a CLI
 	// prints them ("openctl get vms"); Wide ones only in wide output. A
