@@ -2,7 +2,7 @@
 GO ?= go
 FUZZTIME ?= 30s
 
-.PHONY: all run test vet fmt-check test-race fuzz-seeds bench fuzz examples
+.PHONY: all run test vet fmt-check test-race fuzz-seeds bench fuzz examples cross
 
 all: test
 
@@ -11,7 +11,7 @@ run:
 	$(GO) run ./examples/quickstart
 
 ## test: everything CI runs — formatting, vet, the race-enabled suite (fuzz seed corpora included), the nested bench module's build
-test: fmt-check vet test-race examples
+test: fmt-check vet test-race examples cross
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -28,6 +28,13 @@ test-race:
 examples:
 	$(GO) build -o /dev/null ./examples/...
 	cd bench && $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
+
+## cross: the node agent builds as a static binary for every node architecture
+cross:
+	@for arch in amd64 arm64 arm; do \
+	  echo "== linux/$$arch ./cmd/openctl-agent (CGO_ENABLED=0)"; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -o /dev/null ./cmd/openctl-agent || exit 1; \
+	done
 
 ## bench: the performance figures quoted in the README and the issues
 bench:

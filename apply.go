@@ -83,7 +83,18 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 		outcome = OutcomeUpdated
 		if rec.SpecHash == hash {
 			live, err := e.get(ctx, n, onRetry)
+			drift := false
+			if err == nil {
+				// The spec did not change; a Differ may still see drift
+				// (someone edited the resource outside openctl), which
+				// Plan reports and Apply must then correct.
+				if drift, err = e.drifted(ctx, n, resolved, live, onRetry); err != nil {
+					return fail(err)
+				}
+			}
 			switch {
+			case err == nil && drift:
+				e.log.Info("drifted from its manifest; applying", "resource", id.String())
 			case err == nil:
 				p.outcome, p.res = OutcomeUnchanged, live
 				e.log.Debug("unchanged", "resource", id.String())
@@ -132,6 +143,20 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 	p.outcome, p.res = outcome, out
 	e.log.Info(string(outcome), "resource", id.String(), "attempts", attempts)
 	return nil
+}
+
+// drifted asks a Differ provider whether the live resource still matches
+// the resolved spec that state records as applied.
+func (e *Engine) drifted(ctx context.Context, n *node, resolved, live *manifest.Resource, onRetry func(int, time.Duration, error)) (bool, error) {
+	d, ok := n.prov.(registry.Differ)
+	if !ok {
+		return false, nil
+	}
+	var diff registry.Diff
+	_, err := e.retry.retry(ctx, onRetry, func() error {
+		return e.safe("diff", n.id, func() (err error) { diff, err = d.Diff(ctx, resolved, live); return err })
+	})
+	return err == nil && diff.Action != registry.DiffNone, err
 }
 
 // get reads n's live resource, retrying transient errors.

@@ -265,3 +265,41 @@ func paths(fs []manifest.FieldChange) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestDriftIsPlannedAndCorrected: a VM changed outside openctl (stopped,
+// memory edited) shows as an update in Plan and is put back by Apply, even
+// though its manifest did not change.
+func TestDriftIsPlannedAndCorrected(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	eng := engine(t, e.p, 2)
+	r := vm("web-01", map[string]any{"state": "running"})
+	_, err := eng.Apply(ctx, r)
+	require.NoError(t, err)
+	id := guests(e.srv)["web-01"].VMID
+	require.NoError(t, e.srv.SetConfig(id, "memory", "8192"))
+
+	plan, err := eng.Plan(ctx, r)
+	require.NoError(t, err)
+	assert.Equal(t, openctl.ActionUpdate, plan.Changes[0].Action)
+	assert.Contains(t, paths(plan.Changes[0].Fields), "spec.memory.size")
+
+	rep, err := eng.Apply(ctx, r)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Count(openctl.OutcomeUpdated))
+	sim := guests(e.srv)["web-01"]
+	assert.Equal(t, "2048", orPending(sim, "memory"))
+
+	before := writes(e.srv)
+	rep, err = eng.Apply(ctx, r)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Count(openctl.OutcomeUnchanged))
+	assert.Equal(t, before, writes(e.srv))
+}
+
+func orPending(v proxmoxtest.VM, key string) string {
+	if p, ok := v.Pending[key]; ok {
+		return p
+	}
+	return v.Config[key]
+}
