@@ -1,0 +1,191 @@
+package agent
+
+import (
+	"context"
+	"io"
+)
+
+// InitSystem names the node's service manager.
+type InitSystem string
+
+// The init systems the agent knows how to drive.
+const (
+	Systemd InitSystem = "systemd"
+	OpenRC  InitSystem = "openrc"
+)
+
+// Role is the k3s role installed on the node.
+type Role string
+
+// The k3s roles. The role decides the service name.
+const (
+	RoleServer Role = "server" // service "k3s"
+	RoleAgent  Role = "agent"  // service "k3s-agent"
+	RoleNone   Role = ""       // k3s not installed
+)
+
+// ServiceName returns the name of the k3s service for the role: "k3s" for
+// RoleServer, "k3s-agent" for RoleAgent and "" for RoleNone or an unknown
+// role.
+func (r Role) ServiceName() string {
+	switch r {
+	case RoleServer:
+		return "k3s"
+	case RoleAgent:
+		return "k3s-agent"
+	}
+	return ""
+}
+
+// ServiceAction is a service-control verb.
+type ServiceAction string
+
+// The service-control verbs accepted by POST /v1/service/k3s/{action}.
+const (
+	Start   ServiceAction = "start"
+	Stop    ServiceAction = "stop"
+	Restart ServiceAction = "restart"
+)
+
+// Valid reports whether a is one of Start, Stop or Restart.
+func (a ServiceAction) Valid() bool {
+	return a == Start || a == Stop || a == Restart
+}
+
+// Service states reported by [System.ServiceState].
+const (
+	StateActive   = "active"
+	StateInactive = "inactive"
+	StateFailed   = "failed"
+	StateUnknown  = "unknown"
+)
+
+// Facts are host facts reported by /v1/info.
+type Facts struct {
+	Hostname string     `json:"hostname"`
+	OS       string     `json:"os"`     // runtime.GOOS
+	Arch     string     `json:"arch"`   // runtime.GOARCH
+	Kernel   string     `json:"kernel"` // uname -r equivalent
+	Distro   string     `json:"distro"` // PRETTY_NAME from /etc/os-release
+	Init     InitSystem `json:"init"`
+}
+
+// System is everything the agent does to its host. The real implementation
+// (HostSystem, in system.go) shells out to systemctl/journalctl or
+// rc-service/tail; tests use agenttest.System.
+//
+// Implementations must be safe for concurrent use: the server calls them
+// from concurrent requests.
+type System interface {
+	Facts(ctx context.Context) (Facts, error)
+	// Role reports which k3s service is installed.
+	Role(ctx context.Context) (Role, error)
+	// ServiceState returns "active", "inactive", "failed" or "unknown" for the k3s service of the role.
+	ServiceState(ctx context.Context) (string, error)
+	// Service runs start/stop/restart on the k3s service.
+	Service(ctx context.Context, action ServiceAction) error
+	// Logs writes the last n lines of the k3s service log to w, streaming.
+	Logs(ctx context.Context, n int, w io.Writer) error
+	// K3sBinary is the path of the installed k3s binary (usually /usr/local/bin/k3s).
+	K3sBinary() string
+	// K3sVersion runs the binary at path with --version and returns "vX.Y.Z+k3sN".
+	K3sVersion(ctx context.Context, path string) (string, error)
+}
+
+// Version is the agent's version, reported in /v1/info and in the
+// Openctl-Agent-Version header of every response, and the version a
+// [Client] expects to meet. Release builds set it with
+// -ldflags "-X github.com/openctl/openctl/agent.Version=v1.2.3".
+var Version = "dev"
+
+// DefaultPort is the agent's TCP port.
+const DefaultPort = 9443
+
+// The range of the lines parameter of GET /v1/logs/k3s.
+const (
+	MinLogLines     = 1
+	MaxLogLines     = 5000
+	DefaultLogLines = 100
+)
+
+// Capabilities advertised in [Info.Capabilities]. A client checks one with
+// [Info.Has] before calling an endpoint an older agent may lack.
+const (
+	CapInfo     = "info"             // GET /v1/info
+	CapLogs     = "logs"             // GET /v1/logs/k3s
+	CapService  = "service"          // POST /v1/service/k3s/{start,stop,restart}
+	CapUpgrade  = "upgrade"          // POST /v1/upgrade/k3s
+	CapRollback = "upgrade-rollback" // a failed upgrade is rolled back
+)
+
+// capabilities is what this agent advertises.
+func capabilities() []string {
+	return []string{CapInfo, CapLogs, CapService, CapUpgrade, CapRollback}
+}
+
+// Info is the body of GET /v1/info: the host's facts (inlined) and the
+// state of k3s and of the agent.
+type Info struct {
+	Facts
+	// K3sVersion is the installed binary's version ("" if it could not be
+	// read; Problems says why).
+	K3sVersion string `json:"k3sVersion"`
+	// Role is the installed k3s role ("" if k3s is not installed).
+	Role Role `json:"role"`
+	// ServiceState is "active", "inactive", "failed" or "unknown".
+	ServiceState string `json:"serviceState"`
+	// AgentVersion is the agent's [Version].
+	AgentVersion string `json:"agentVersion"`
+	// Capabilities lists the endpoints and behaviours the agent supports.
+	Capabilities []string `json:"capabilities"`
+	// Problems lists facts that could not be read; the others are still
+	// reported.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// Has reports whether the agent advertises capability c.
+func (i *Info) Has(c string) bool {
+	for _, x := range i.Capabilities {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// UpgradeRequest is the body of POST /v1/upgrade/k3s.
+type UpgradeRequest struct {
+	// Version is the target k3s release, "vX.Y.Z+k3sN".
+	Version string `json:"version"`
+}
+
+// Upgrade outcomes, in [UpgradeResult.Status].
+const (
+	// UpgradeUpgraded: the new binary is installed and passed the health gate.
+	UpgradeUpgraded = "upgraded"
+	// UpgradeUnchanged: the node already ran the requested version.
+	UpgradeUnchanged = "unchanged"
+	// UpgradeRolledBack: the new binary failed the health gate and the
+	// previous one was restored and restarted.
+	UpgradeRolledBack = "rolled-back"
+)
+
+// UpgradeResult is the body of a completed POST /v1/upgrade/k3s.
+type UpgradeResult struct {
+	// Status is UpgradeUpgraded, UpgradeUnchanged or UpgradeRolledBack.
+	Status string `json:"status"`
+	// From is the version installed before the request.
+	From string `json:"from"`
+	// To is the requested version.
+	To string `json:"to"`
+	// Reason says why the upgrade was rolled back.
+	Reason string `json:"reason,omitempty"`
+	// ServiceState is the k3s service state when the agent answered.
+	ServiceState string `json:"serviceState,omitempty"`
+}
+
+// errorBody is the body of every error response.
+type errorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}

@@ -1,0 +1,140 @@
+package agent
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/openctl/openctl/errcode"
+)
+
+func FuzzDecodeUpgradeRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"version":"v1.31.2+k3s1"}`,
+		`{"version":"v1.2.3+k3s1;rm -rf /"}`,
+		`{"version":"../"}`,
+		`{"version":"v1.2.3%2Bk3s1"}`,
+		`{"version":"v1.2.3+k3s1\n"}`,
+		`{"version":"v1.2.3\u002bk3s1"}`,
+		`{"VERSION":"v1.2.3+k3s1"}`,
+		`{"version":"v1.2.3+k3s1","version":"v1.2.3+k3s1;id"}`,
+		`{"version":"v1.2.3+k3s1","x":1}`,
+		`{"version":"v1.2.3+k3s1"} x`,
+		`{"version":"v1.2.3+k3s1"}` + "\n",
+		`null`, ``, `[]`, `{"version":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req, err := decodeUpgradeRequest(strings.NewReader(string(data)))
+		if err != nil {
+			require.True(t, errcode.Is(err, errcode.Invalid), "%v", err)
+			return
+		}
+		// Anything accepted is a plain release version: safe in a URL path
+		// segment without escaping and as a file name.
+		require.Regexp(t, `^v[0-9]+\.[0-9]+\.[0-9]+\+k3s[0-9]+$`, req.Version)
+		require.LessOrEqual(t, len(req.Version), maxVersionLen)
+		require.NotContains(t, req.Version, "/")
+	})
+}
+
+func FuzzParseLines(f *testing.F) {
+	for _, s := range []string{"", "lines=1", "lines=5000", "lines=5001", "lines=0", "lines=-1", "lines=abc",
+		"lines=%2B5", "lines=1&lines=2", "x=1", "lines=0100", "lines=%zz", "lines=1e3", "lines= 5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		n, err := parseLines(q)
+		if err != nil {
+			require.True(t, errcode.Is(err, errcode.Invalid))
+			return
+		}
+		require.GreaterOrEqual(t, n, MinLogLines)
+		require.LessOrEqual(t, n, MaxLogLines)
+	})
+}
+
+func TestParseLines(t *testing.T) {
+	for q, want := range map[string]int{"": 100, "lines=1": 1, "lines=5000": 5000, "lines=0100": 100, "lines=42": 42} {
+		n, err := parseLines(q)
+		require.NoError(t, err, q)
+		assert.Equal(t, want, n, q)
+	}
+}
+
+func FuzzParseSums(f *testing.F) {
+	sum := sha256.Sum256([]byte("k3s"))
+	good := fmt.Sprintf("%x  k3s-airgap-images-amd64.tar\n%x  k3s\n", sum, sum)
+	f.Add([]byte(good), "k3s")
+	f.Add([]byte(fmt.Sprintf("%x *k3s-arm64\n", sum)), "k3s-arm64")
+	f.Add([]byte(fmt.Sprintf("%x  k3s\n%x  k3s\n", sum, [32]byte{})), "k3s")
+	f.Add([]byte("zz  k3s\n"), "k3s")
+	f.Add([]byte(""), "k3s")
+	f.Fuzz(func(t *testing.T, data []byte, asset string) {
+		got, err := parseSums(data, asset)
+		if err == nil {
+			require.Len(t, got, sha256.Size)
+		}
+	})
+}
+
+func TestParseSums(t *testing.T) {
+	sum := sha256.Sum256([]byte("bin"))
+	other := sha256.Sum256([]byte("other"))
+	file := fmt.Sprintf("%x  k3s-airgap-images-arm64.tar\n%x *k3s-arm64\r\n%x  k3s\n", other, sum, other)
+	got, err := parseSums([]byte(file), "k3s-arm64")
+	require.NoError(t, err)
+	assert.Equal(t, sum[:], got)
+	got, err = parseSums([]byte(file), "k3s")
+	require.NoError(t, err)
+	assert.Equal(t, other[:], got)
+
+	_, err = parseSums([]byte(file), "k3s-armhf")
+	assert.True(t, errcode.Is(err, errcode.NotFound))
+	_, err = parseSums([]byte(fmt.Sprintf("%x  k3s\n%x  k3s\n", sum, other)), "k3s")
+	assert.ErrorContains(t, err, "twice")
+	_, err = parseSums([]byte("abcd  k3s\n"), "k3s")
+	assert.ErrorContains(t, err, "malformed")
+}
+
+func TestReleaseAssets(t *testing.T) {
+	for arch, want := range map[string][2]string{
+		"amd64": {"k3s", "sha256sum-amd64.txt"},
+		"arm64": {"k3s-arm64", "sha256sum-arm64.txt"},
+		"arm":   {"k3s-armhf", "sha256sum-arm.txt"},
+	} {
+		b, s, err := releaseAssets(arch)
+		require.NoError(t, err)
+		assert.Equal(t, want, [2]string{b, s})
+	}
+	_, _, err := releaseAssets("386")
+	assert.True(t, errcode.Is(err, errcode.Invalid))
+}
+
+func TestValidateK3sVersion(t *testing.T) {
+	for _, v := range []string{"v1.31.2+k3s1", "v0.0.0+k3s0", "v10.200.3000+k3s42"} {
+		assert.NoError(t, ValidateK3sVersion(v), v)
+	}
+	err := ValidateK3sVersion("v1.2.3+k3s1" + strings.Repeat("9", 100))
+	require.Error(t, err)
+	assert.Less(t, len(err.Error()), 200, "long input is truncated in the message")
+}
+
+func TestHTTPStatusAndCodes(t *testing.T) {
+	for _, c := range errcode.Codes() {
+		s := httpStatus(c)
+		assert.GreaterOrEqual(t, s, 400)
+		back := statusCode(s)
+		switch c {
+		case errcode.AlreadyExists:
+			assert.Equal(t, errcode.Conflict, back)
+		default:
+			assert.Equal(t, c, back, "%s → %d", c, s)
+		}
+	}
+}
