@@ -62,12 +62,12 @@ const (
 
 // Facts are host facts reported by /v1/info.
 type Facts struct {
-	Hostname string     `json:"hostname"`
-	OS       string     `json:"os"`     // runtime.GOOS
-	Arch     string     `json:"arch"`   // runtime.GOARCH
-	Kernel   string     `json:"kernel"` // uname -r equivalent
-	Distro   string     `json:"distro"` // PRETTY_NAME from /etc/os-release
-	Init     InitSystem `json:"init"`
+	Hostname string     `json:"hostname"` // os.Hostname
+	OS       string     `json:"os"`       // runtime.GOOS
+	Arch     string     `json:"arch"`     // runtime.GOARCH
+	Kernel   string     `json:"kernel"`   // uname -r equivalent
+	Distro   string     `json:"distro"`   // PRETTY_NAME from /etc/os-release
+	Init     InitSystem `json:"init"`     // detected at start
 }
 
 // System is everything the agent does to its host. The real implementation
@@ -77,6 +77,7 @@ type Facts struct {
 // Implementations must be safe for concurrent use: the server calls them
 // from concurrent requests.
 type System interface {
+	// Facts returns the host facts.
 	Facts(ctx context.Context) (Facts, error)
 	// Role reports which k3s service is installed.
 	Role(ctx context.Context) (Role, error)

@@ -46,7 +46,9 @@
 // the ClientAuth extended key usage, so a node's server certificate,
 // which carries ServerAuth only, cannot be replayed as a client. The
 // bundle may hold two CAs during a rotation (see package agent/pki);
-// Server.Reload swaps credentials without a restart. The client trusts
+// Server.Reload swaps credentials without a restart, and every request,
+// also on a connection opened before, is checked against the current
+// bundle, so a dropped CA is refused at once. The client trusts
 // only the bundle too and checks the agent's name or IP against its
 // certificate.
 //

@@ -116,11 +116,18 @@ type Server struct {
 	handler         http.Handler
 	srv             *http.Server
 
-	creds atomic.Pointer[tls.Config] // per-connection TLS config; nil without credentials
+	creds atomic.Pointer[credentials] // the latest Reload's; nil without credentials
 
 	// busy is held by a mutating operation (a service action or an
 	// upgrade) for its whole duration; a second one gets 409 CONFLICT.
 	busy sync.Mutex
+}
+
+// credentials are what Reload installs: the per-connection TLS
+// configuration and the bundle of accepted CAs it was built from.
+type credentials struct {
+	tls    *tls.Config
+	bundle pki.Bundle
 }
 
 // NewServer returns a server for cfg. It checks the credentials (the
@@ -185,7 +192,9 @@ func parseReleaseURL(raw string) (string, error) {
 	if err != nil {
 		return "", errcode.Wrap(errcode.Invalid, "agent: release URL", err)
 	}
-	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+	// A "?" or "#" with nothing after it parses as no query or fragment,
+	// yet the version and asset appended to the URL would land in them.
+	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || strings.ContainsAny(raw, "?#") {
 		return "", fmt.Errorf("agent: release URL %q: want http(s)://host/path without user, query or fragment: %w", raw, errcode.Invalid)
 	}
 	return strings.TrimRight(raw, "/"), nil
@@ -193,10 +202,11 @@ func parseReleaseURL(raw string) (string, error) {
 
 // Reload replaces the accepted CA bundle and the server certificate, for
 // example after a CA rotation step. New connections use the new
-// credentials; connections already established keep the ones they were
-// verified with until they close (at the latest after the idle timeout,
-// two minutes, once they are idle). TLS session resumption is disabled,
-// so a dropped CA cannot come back through a session ticket.
+// credentials. A connection established before keeps its server
+// certificate, but each of its requests is checked against the new
+// bundle: a client whose CA was dropped gets 403 UNAUTHORIZED and the
+// connection is closed. TLS session resumption is disabled, so a dropped
+// CA cannot come back through a session ticket either.
 func (s *Server) Reload(caBundle, certPEM, keyPEM []byte) error {
 	bundle, err := pki.ParseBundle(caBundle)
 	if err != nil {
@@ -217,8 +227,29 @@ func (s *Server) Reload(caBundle, certPEM, keyPEM []byte) error {
 		// Every connection verifies the client's chain afresh.
 		SessionTicketsDisabled: true,
 	}
-	s.creds.Store(cfg)
+	s.creds.Store(&credentials{tls: cfg, bundle: bundle})
 	return nil
+}
+
+// recheckClient checks, for every request on a mutual-TLS connection, that
+// the client certificate verified at the handshake is still acceptable:
+// issued by a CA of the current bundle (it may have been dropped by a
+// Reload since) and still within its validity period (a connection can
+// outlive its certificate).
+func (s *Server) recheckClient(cs *tls.ConnectionState) error {
+	c := s.creds.Load()
+	if c == nil || len(cs.PeerCertificates) == 0 {
+		return errors.New("agent: no verified client certificate")
+	}
+	if now := s.now(); now.After(cs.PeerCertificates[0].NotAfter) {
+		return errors.New("agent: the client certificate has expired")
+	}
+	for _, chain := range cs.VerifiedChains {
+		if len(chain) > 0 && c.bundle.Contains(chain[len(chain)-1]) {
+			return nil
+		}
+	}
+	return errors.New("agent: the client certificate's CA is no longer accepted")
 }
 
 // requireClientAuth insists on the ClientAuth extended key usage in the
@@ -246,7 +277,7 @@ func (s *Server) TLSConfig() *tls.Config {
 			if c == nil {
 				return nil, errors.New("agent: server has no credentials")
 			}
-			return c, nil
+			return c.tls, nil
 		},
 	}
 }
@@ -452,8 +483,11 @@ func (f *flushWriter) flush() error {
 
 // ServiceResult is the body of a successful POST /v1/service/k3s/{action}.
 type ServiceResult struct {
-	Action       ServiceAction `json:"action"`
-	ServiceState string        `json:"serviceState"`
+	// Action is the action that ran.
+	Action ServiceAction `json:"action"`
+	// ServiceState is the k3s service state after it ("unknown" if it
+	// could not be read).
+	ServiceState string `json:"serviceState"`
 }
 
 func (s *Server) handleService(w http.ResponseWriter, r *http.Request) {
@@ -619,9 +653,10 @@ func (w *statusRecorder) Write(p []byte) (int, error) {
 func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // audit wraps next: it caps the request body, stamps the agent version on
-// the response, turns a panic into a 500 and logs one audit line per
-// request: who (client certificate CN), what (method and path), the
-// outcome and how long it took.
+// the response, refuses (403) a client the current credentials no longer
+// accept (recheckClient), turns a panic into a 500 and logs one audit
+// line per request: who (client certificate CN), what (method and path),
+// the outcome and how long it took.
 func (s *Server) audit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -674,6 +709,13 @@ func (s *Server) audit(next http.Handler) http.Handler {
 			}, extra...)
 			s.log.LogAttrs(r.Context(), level, "agent: request", attrs...)
 		}()
+		if r.TLS != nil {
+			if err := s.recheckClient(r.TLS); err != nil {
+				sw.Header().Set("Connection", "close")
+				writeError(sw, r, http.StatusForbidden, errcode.Unauthorized, err.Error())
+				return
+			}
+		}
 		next.ServeHTTP(sw, r)
 	})
 }

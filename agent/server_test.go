@@ -559,7 +559,8 @@ func TestNewServerErrors(t *testing.T) {
 	}
 }
 
-func TestServerShutdownWaits(t *testing.T) {
+// Concurrent Info calls through one client.
+func TestServerConcurrentInfo(t *testing.T) {
 	env := agenttest.Start(t, agenttest.Options{})
 	var wg sync.WaitGroup
 	for range 4 {

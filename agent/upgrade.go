@@ -61,14 +61,24 @@ func decodeUpgradeRequest(r io.Reader) (UpgradeRequest, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	var req UpgradeRequest
+	tooLarge := func(err error) error {
+		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return errcode.Wrap(errcode.Invalid, fmt.Sprintf("agent: request body over %d bytes", mbe.Limit), err)
+		}
+		return nil
+	}
 	if err := dec.Decode(&req); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return UpgradeRequest{}, errcode.Wrap(errcode.Invalid, fmt.Sprintf("agent: request body over %d bytes", mbe.Limit), err)
+		if e := tooLarge(err); e != nil {
+			return UpgradeRequest{}, e
 		}
 		return UpgradeRequest{}, errcode.Wrap(errcode.Invalid, "agent: upgrade request", err)
 	}
+	// The object may fit under the cap while the body does not (trailing
+	// white space): that is still a body over the cap.
 	if _, err := dec.Token(); err != io.EOF {
+		if e := tooLarge(err); e != nil {
+			return UpgradeRequest{}, e
+		}
 		return UpgradeRequest{}, fmt.Errorf("agent: upgrade request: data after the JSON object: %w", errcode.Invalid)
 	}
 	if err := ValidateK3sVersion(req.Version); err != nil {

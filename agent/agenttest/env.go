@@ -39,14 +39,14 @@ type Options struct {
 // loopback, with the certificates that made them. Its fields must not be
 // changed; its methods are safe for concurrent use.
 type Env struct {
-	CA         *pki.CA
-	Bundle     pki.Bundle // accepted CAs: CA
-	ServerLeaf *pki.Leaf  // node certificate: NodeName, 127.0.0.1, ::1
-	ClientLeaf *pki.Leaf  // controller certificate
-	System     *System
-	Server     *agent.Server
-	Addr       string // host:port of the agent
-	Client     *agent.Client
+	CA         *pki.CA       // the cluster CA
+	Bundle     pki.Bundle    // accepted CAs: CA
+	ServerLeaf *pki.Leaf     // node certificate: NodeName, 127.0.0.1, ::1
+	ClientLeaf *pki.Leaf     // controller certificate
+	System     *System       // the fake host
+	Server     *agent.Server // the agent
+	Addr       string        // host:port of the agent
+	Client     *agent.Client // a client of the agent with ClientLeaf
 	opts       Options
 }
 

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math/big"
@@ -75,20 +76,22 @@ func (o options) validityWindow(years int) (time.Time, time.Time, error) {
 // per node and one client certificate for the controller.
 //
 // A CA is safe for concurrent use once made; its fields must not be
-// changed. Printing a CA (fmt, slog) never shows its key.
+// changed. Printing a CA (fmt, slog) or marshalling it (JSON, YAML) never
+// shows its key.
 type CA struct {
-	Cert *x509.Certificate
-	Key  *ecdsa.PrivateKey
+	Cert *x509.Certificate // the self-signed CA certificate
+	Key  *ecdsa.PrivateKey // its private key
 }
 
 // Leaf is a certificate signed by a CA together with its private key: a
 // node's server certificate or the controller's client certificate.
 //
 // A Leaf is safe for concurrent use once made; its fields must not be
-// changed. Printing a Leaf (fmt, slog) never shows its key.
+// changed. Printing a Leaf (fmt, slog) or marshalling it (JSON, YAML)
+// never shows its key.
 type Leaf struct {
-	Cert *x509.Certificate
-	Key  *ecdsa.PrivateKey
+	Cert *x509.Certificate // the certificate, signed by a CA
+	Key  *ecdsa.PrivateKey // its private key
 }
 
 // NewCA makes a CA with an ECDSA P-256 key, a random 128-bit serial and
@@ -272,6 +275,14 @@ func (ca CA) GoString() string { return "pki." + ca.String() }
 // LogValue describes the CA in log/slog output without its key.
 func (ca CA) LogValue() slog.Value { return slog.StringValue(ca.String()) }
 
+// MarshalJSON describes the CA as a JSON string without its key; use
+// CertPEM and KeyPEM to store it.
+func (ca CA) MarshalJSON() ([]byte, error) { return json.Marshal(ca.String()) }
+
+// MarshalYAML describes the CA without its key (gopkg.in/yaml.v3's
+// Marshaler).
+func (ca CA) MarshalYAML() (any, error) { return ca.String(), nil }
+
 // CertPEM returns the certificate, PEM-encoded.
 func (l *Leaf) CertPEM() []byte { return EncodeCert(l.Cert) }
 
@@ -293,6 +304,14 @@ func (l Leaf) GoString() string { return "pki." + l.String() }
 
 // LogValue describes the leaf in log/slog output without its key.
 func (l Leaf) LogValue() slog.Value { return slog.StringValue(l.String()) }
+
+// MarshalJSON describes the leaf as a JSON string without its key; use
+// CertPEM and KeyPEM to store it.
+func (l Leaf) MarshalJSON() ([]byte, error) { return json.Marshal(l.String()) }
+
+// MarshalYAML describes the leaf without its key (gopkg.in/yaml.v3's
+// Marshaler).
+func (l Leaf) MarshalYAML() (any, error) { return l.String(), nil }
 
 func describe(kind string, c *x509.Certificate) string {
 	if c == nil {
