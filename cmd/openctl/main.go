@@ -1,12 +1,18 @@
-// Command openctl is the openctl command-line tool.
+// Command openctl is the reference command-line tool of the openctl
+// library: kubectl-style apply, plan, get, describe and delete of
+// Kubernetes-style manifests through the providers compiled into it (the
+// Proxmox VE provider), with state kept in files or PostgreSQL.
 //
-// Its first subcommand, sandbox, runs the Proxmox VE API simulator from
-// github.com/openctl/openctl/proxmox/proxmoxtest as a process:
+//	openctl apply --sandbox -f examples/vms.yaml   # against a built-in Proxmox VE simulator
+//	openctl apply -f vms.yaml                      # against the Proxmox VE in ~/.openctl/config.yaml
+//	openctl plan -f vms.yaml --detailed-exitcode   # 0: no changes, 2: changes, 1: error
+//	openctl get vms -o wide
+//	openctl proxmox reboot vm web-01
 //
-//	openctl sandbox --listen 127.0.0.1:0 --nodes 3
-//
-// prints one JSON line with the API URL, an API token and the certificate
-// fingerprint, then serves until SIGINT or SIGTERM.
+// The command is thin: every behaviour lives in the library packages
+// (github.com/openctl/openctl and below), so that a program embedding
+// the engine gets the same. Run "openctl --help" for the commands and the
+// exit codes.
 package main
 
 import (
@@ -15,5 +21,8 @@ import (
 )
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	ctx, stop := notifyContext(context.Background(), os.Stderr)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }

@@ -2,32 +2,219 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/progress"
 )
 
-// run executes the command line args and returns the process exit code.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRootCmd()
-	root.SetArgs(args)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(stderr, "openctl:", err)
-		return 1
-	}
-	return 0
+// The exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitInvalid = 2
+)
+
+const exitCodesHelp = `Exit codes:
+  0    success; for plan --detailed-exitcode: no changes
+  1    failure: a resource failed, a server or the state store could not be
+       reached, the state lock is held by someone else; for
+       plan --detailed-exitcode: any error
+  2    invalid input or usage: unknown command or flag, wrong arguments,
+       malformed manifests (file and line named), invalid configuration;
+       for plan --detailed-exitcode: changes are pending
+  130  interrupted by Ctrl-C (SIGINT; 143 for SIGTERM): work in flight was
+       cancelled and the state lock released; running the same command
+       again converges. A second Ctrl-C quits at once.`
+
+// app holds what every command shares: the streams, the global flags and
+// what they lead to. It lives for one run.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+
+	// Global flags.
+	configPath  string
+	contextName string
+	progress    string
+	quiet       bool
+	verbose     bool
+
+	// started is set once a command's run begins; errors before it (flag
+	// parsing, argument checks, unknown commands) are usage errors.
+	started bool
+	log     *slog.Logger
 }
 
-func newRootCmd() *cobra.Command {
+// exitError carries an exit code chosen by a command. A nil err means the
+// command already told the user what happened.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError marks an error in how a command was called.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...)}
+}
+
+// run executes the command line args and returns the process exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, log: slog.New(slog.DiscardHandler)}
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil && !a.started {
+		err = &usageError{err: err}
+	}
+	code := exitCode(ctx, err)
+	if msg := errorMessage(err); msg != "" {
+		if !strings.HasPrefix(msg, "openctl: ") { // the engine's errors name it already
+			msg = "openctl: " + msg
+		}
+		fmt.Fprintln(stderr, msg)
+		var ue *usageError
+		if errors.As(err, &ue) && cmd != nil {
+			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+		}
+	}
+	return code
+}
+
+// exitCode maps the error a command returned to the process exit code:
+// see exitCodesHelp.
+func exitCode(ctx context.Context, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var intr *interrupted
+	if errors.As(context.Cause(ctx), &intr) {
+		return intr.exitCode()
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	var ue *usageError
+	if errors.As(err, &ue) || errcode.Is(err, errcode.Invalid) {
+		return exitInvalid
+	}
+	return exitFailure
+}
+
+// errorMessage is what run prints for err, "" for nothing.
+func errorMessage(err error) string {
+	var ee *exitError
+	if err == nil || errors.As(err, &ee) && ee.err == nil {
+		return ""
+	}
+	return strings.TrimRight(err.Error(), "\n")
+}
+
+func (a *app) rootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "openctl",
-		Short:         "Declarative infrastructure from Kubernetes-style manifests",
+		Use:   "openctl",
+		Short: "Declarative infrastructure from Kubernetes-style manifests",
+		Long: `openctl applies Kubernetes-style manifests (apiVersion, kind, metadata, spec)
+through the providers compiled into it — Proxmox VE virtual machines — in
+dependency order and in parallel, and remembers what it did in its state
+(files under ~/.openctl/state, or PostgreSQL), so that applying the same
+manifests again changes nothing.
+
+Try it without any setup against the built-in Proxmox VE simulator:
+
+  openctl apply --sandbox -f examples/vms.yaml
+
+Configuration: ~/.openctl/config.yaml (--config, $OPENCTL_CONFIG), or for CI
+only environment variables: OPENCTL_PROXMOX_URL, OPENCTL_PROXMOX_TOKEN_ID,
+OPENCTL_PROXMOX_TOKEN_SECRET, OPENCTL_PROXMOX_FINGERPRINT, OPENCTL_HOME,
+OPENCTL_STATE_DSN, OPENCTL_STATE_PASSPHRASE, OPENCTL_APPLY_CONCURRENCY.
+
+` + exitCodesHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			a.started = true
+			return a.setup()
+		},
 	}
-	root.AddCommand(newSandboxCmd())
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.configPath, "config", "", "configuration file (default $OPENCTL_CONFIG, else ~/.openctl/config.yaml)")
+	pf.StringVar(&a.contextName, "context", "", "provider context to use instead of the configured default")
+	pf.StringVar(&a.progress, "progress", "auto", "progress display: auto, tty, plain or quiet")
+	pf.BoolVarP(&a.quiet, "quiet", "q", false, "print only errors and requested output (same as --progress quiet)")
+	pf.BoolVarP(&a.verbose, "verbose", "v", false, "log debug diagnostics to stderr")
+
+	root.AddGroup(
+		&cobra.Group{ID: "resources", Title: "Resources:"},
+		&cobra.Group{ID: "state", Title: "State and configuration:"},
+	)
+	for _, c := range []*cobra.Command{a.applyCmd(), a.planCmd(), a.getCmd(), a.describeCmd(), a.deleteCmd(), a.validateCmd()} {
+		c.GroupID = "resources"
+		root.AddCommand(c)
+	}
+	for _, c := range []*cobra.Command{a.stateCmd(), a.configCmd(), newSandboxCmd(a)} {
+		c.GroupID = "state"
+		root.AddCommand(c)
+	}
+	root.AddCommand(a.versionCmd())
+	for _, c := range a.providerCmds() {
+		root.AddCommand(c)
+	}
+	root.AddGroup(&cobra.Group{ID: "providers", Title: "Provider actions:"})
 	return root
+}
+
+// setup runs before every command: it checks the global flags and sets up
+// logging.
+func (a *app) setup() error {
+	m, err := progress.ParseMode(a.progress)
+	if err != nil {
+		return &usageError{err: fmt.Errorf("--progress: %w", err)}
+	}
+	a.progress = string(m)
+	if a.quiet {
+		a.progress = string(progress.Quiet)
+	}
+	level := slog.LevelWarn
+	switch {
+	case a.verbose:
+		level = slog.LevelDebug
+	case a.quiet:
+		level = slog.LevelError
+	}
+	a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	return nil
+}
+
+// note prints a one-line note on stderr unless --quiet.
+func (a *app) note(format string, args ...any) {
+	if a.quiet {
+		return
+	}
+	fmt.Fprintf(a.stderr, format+"\n", args...)
 }

@@ -4,9 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -21,48 +18,67 @@ type sandboxInfo struct {
 	Fingerprint string `json:"fingerprint"`
 }
 
-func newSandboxCmd() *cobra.Command {
+// defaultSharedStorage is the storage, shared by all nodes, that holds the
+// sandbox's template, so that VMs can be cloned onto any node.
+const defaultSharedStorage = "ceph"
+
+// sandboxLayout returns the simulator options of the sandbox cluster:
+// nodes pve1..pveN and, when shared is not empty, an RBD storage of that
+// name shared by all nodes holding the cloud-init template, so that
+// VMs can be cloned onto any node (from local storage Proxmox clones
+// only onto the template's own node).
+func sandboxLayout(nodes int, shared string) []proxmoxtest.Option {
+	opts := []proxmoxtest.Option{proxmoxtest.WithNodes(nodes)}
+	if shared != "" {
+		t := proxmoxtest.DefaultTemplate()
+		t.Storage = shared
+		opts = append(opts, proxmoxtest.WithSharedStorage(shared), proxmoxtest.WithTemplates(t))
+	}
+	return opts
+}
+
+func newSandboxCmd(a *app) *cobra.Command {
 	var (
-		listen  string
-		nodes   int
-		seed    int64
-		speed   float64
-		verbose bool
-		faults  proxmoxtest.Faults
-		lat     = proxmoxtest.DefaultLatencies()
+		listen string
+		nodes  int
+		seed   int64
+		speed  float64
+		shared string
+		faults proxmoxtest.Faults
+		lat    = proxmoxtest.DefaultLatencies()
 	)
 	cmd := &cobra.Command{
 		Use:   "sandbox",
 		Short: "Run a simulated Proxmox VE cluster",
-		Long: `Run a simulated Proxmox VE cluster (nodes pve1..pveN, storages local and
-local-lvm, bridge vmbr0, cloud-init template 9000 "ubuntu-24.04-cloud" on pve1)
-over HTTPS. Once it is serving, one JSON line is printed on stdout:
+		Long: `Run a simulated Proxmox VE cluster over HTTPS: nodes pve1..pveN, storages
+local and local-lvm on each node, an RBD storage "ceph" shared by all nodes
+(--shared-storage), bridge vmbr0, and the cloud-init template 9000
+"ubuntu-24.04-cloud" on pve1, its disks on the shared storage so that it can be
+cloned onto every node (with --shared-storage "" it lives on pve1's local-lvm).
+Once it is serving, one JSON line is printed on stdout:
 
   {"url":"https://127.0.0.1:8006/api2/json","tokenId":"...","tokenSecret":"...","fingerprint":"AB:CD:..."}
 
 It serves until SIGINT or SIGTERM. --listen 127.0.0.1:0 picks a free port.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-
+			ctx := cmd.Context() // cancelled by SIGINT and SIGTERM (see notifyContext)
 			log := slog.New(slog.DiscardHandler)
-			if verbose {
-				log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+			if a.verbose {
+				log = a.log
 			}
-			srv, err := proxmoxtest.New(
-				proxmoxtest.WithNodes(nodes),
+			srv, err := proxmoxtest.New(append(sandboxLayout(nodes, shared),
 				proxmoxtest.WithSeed(seed),
 				proxmoxtest.WithSpeed(speed),
 				proxmoxtest.WithLatencies(lat),
 				proxmoxtest.WithFaults(faults),
 				proxmoxtest.WithLogger(log),
-			)
+			)...)
 			if err != nil {
-				return err
+				return &usageError{err: err}
 			}
 			if err := srv.Start(listen); err != nil {
-				return err
+				return &usageError{err: err}
 			}
 			defer srv.Close()
 
@@ -84,7 +100,7 @@ It serves until SIGINT or SIGTERM. --listen 127.0.0.1:0 picks a free port.`,
 	f.IntVar(&nodes, "nodes", 3, "number of cluster nodes (pve1..pveN)")
 	f.Int64Var(&seed, "seed", 1, "seed for fault injection, PIDs, MAC addresses and host keys")
 	f.Float64Var(&speed, "speed", 1, "divide every simulated latency by this factor")
-	f.BoolVarP(&verbose, "verbose", "v", false, "log server diagnostics to stderr")
+	f.StringVar(&shared, "shared-storage", defaultSharedStorage, `name of a storage shared by all nodes that holds the template ("" for none)`)
 
 	f.DurationVar(&lat.Clone, "clone-latency", lat.Clone, "duration of a clone task")
 	f.DurationVar(&lat.Start, "start-latency", lat.Start, "duration of a start task")

@@ -23,16 +23,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestMain lets the test binary stand in for the openctl binary: the
-// sandbox test re-executes it with OPENCTL_TEST_MAIN=1, so the process under
-// test is a real one that receives real signals.
-func TestMain(m *testing.M) {
-	if os.Getenv("OPENCTL_TEST_MAIN") == "1" {
-		main()
-	}
-	os.Exit(m.Run())
-}
-
 func TestSandbox(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) { testSandbox(t, sig) })
@@ -43,7 +33,7 @@ func testSandbox(t *testing.T, sig syscall.Signal) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "sandbox", "--listen", "127.0.0.1:0", "--nodes", "2", "--seed", "7", "--speed", "10")
-	cmd.Env = append(os.Environ(), "OPENCTL_TEST_MAIN=1")
+	cmd.Env = append(os.Environ(), "OPENCTL_TEST_MAIN=1", "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -149,7 +139,7 @@ func TestSandboxFaultFlags(t *testing.T) {
 	code := make(chan int, 1)
 	go func() {
 		c := run(runCtx, []string{"sandbox", "--listen", "127.0.0.1:0", "--nodes", "1",
-			"--fault-error-rate", "1", "--fault-routes", "GET /nodes"}, pw, &stderr)
+			"--fault-error-rate", "1", "--fault-routes", "GET /nodes"}, strings.NewReader(""), pw, &stderr)
 		_ = pw.Close()
 		code <- c
 	}()
@@ -189,8 +179,8 @@ func TestSandboxFlagErrors(t *testing.T) {
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			code := run(t.Context(), args, &out, &errOut)
-			assert.Equal(t, 1, code)
+			code := run(t.Context(), args, strings.NewReader(""), &out, &errOut)
+			assert.Equal(t, exitInvalid, code, "invalid flags are usage errors")
 			assert.Empty(t, out.String())
 			assert.True(t, strings.HasPrefix(errOut.String(), "openctl: "), errOut.String())
 		})

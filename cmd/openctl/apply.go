@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openctl/openctl"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/output"
+	"github.com/openctl/openctl/progress"
+	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/state"
+)
+
+// manifestFlags are -f and -R.
+type manifestFlags struct {
+	files     []string
+	recursive bool
+}
+
+func (m *manifestFlags) register(cmd *cobra.Command, what string) {
+	f := cmd.Flags()
+	f.StringSliceVarP(&m.files, "filename", "f", nil, "manifest file or directory "+what+"; - reads standard input (repeatable)")
+	f.BoolVarP(&m.recursive, "recursive", "R", false, "descend into the sub-directories of directories given with -f")
+}
+
+// load decodes the manifests. Problems are Invalid errors naming file
+// and line.
+func (m *manifestFlags) load(a *app) ([]*manifest.Resource, error) {
+	if len(m.files) == 0 {
+		return nil, usagef("no manifests: give -f FILE, -f DIR or -f - (standard input)")
+	}
+	return manifest.Load(m.files, manifest.LoadOptions{Recursive: m.recursive, Stdin: a.stdin})
+}
+
+// runFlags are --sandbox and, for the commands that take the state lock,
+// --lock-wait.
+type runFlags struct {
+	sandbox  bool
+	lockWait time.Duration
+}
+
+func (r *runFlags) register(cmd *cobra.Command, lock bool) {
+	f := cmd.Flags()
+	f.BoolVar(&r.sandbox, "sandbox", false, "run against a built-in Proxmox VE simulator (3 nodes) with in-memory state: a demo that needs no setup")
+	if lock {
+		f.DurationVar(&r.lockWait, "lock-wait", 0, "how long to wait for a state lock held by another openctl (0: fail at once, naming the holder)")
+	}
+}
+
+func (a *app) applyCmd() *cobra.Command {
+	var (
+		m  manifestFlags
+		rf runFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "apply -f FILE",
+		Short: "Create or update resources to match manifests",
+		Long: `Create or update the resources of the manifests so that they match, in
+dependency order ($ref), independent ones in parallel, and record them in the
+state. Resources whose spec did not change since the last apply, and which
+still exist, are left alone. A live view shows each resource's progress (on a
+terminal; plain lines otherwise), then a summary.
+
+The number of resources worked on at once is apply.concurrency in the
+configuration or $OPENCTL_APPLY_CONCURRENCY (default 4).`,
+		Example: `  openctl apply --sandbox -f examples/vms.yaml
+  openctl apply -f vms.yaml -f k3s/ -R
+  openctl get vms -o yaml | openctl apply -f -`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rs, err := m.load(a)
+			if err != nil {
+				return err
+			}
+			ids := make([]manifest.ID, len(rs))
+			for i, r := range rs {
+				ids[i] = r.ID()
+			}
+			return a.runOp(cmd.Context(), rf, "apply", ids, func(ctx context.Context, e *openctl.Engine) (*openctl.Report, error) {
+				return e.Apply(ctx, rs...)
+			})
+		},
+	}
+	m.register(cmd, "to apply")
+	rf.register(cmd, true)
+	return cmd
+}
+
+// runOp runs an apply or delete of ids with live progress and a summary.
+func (a *app) runOp(ctx context.Context, rf runFlags, name string, ids []manifest.ID, op func(context.Context, *openctl.Engine) (*openctl.Report, error)) error {
+	pr := progress.New(a.stdout, progress.Mode(a.progress), progress.WithNames(typedNames()))
+	defer pr.Close()
+	s, err := a.open(ctx, sessionOptions{sandbox: rf.sandbox, observer: pr.Observe, lockWait: rf.lockWait})
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	pr.Start(name, ids)
+	report, err := op(ctx, s.engine)
+	if report == nil {
+		// Nothing ran (invalid input, a state lock held, cancelled while
+		// waiting): the error alone says it, on stderr.
+		pr.Close()
+		var le *state.LockedError
+		if errors.As(err, &le) && !le.Stale {
+			err = fmt.Errorf("%w\nto wait for it instead, give --lock-wait (e.g. --lock-wait 10m)", err)
+		}
+		return err
+	}
+	pr.Finish(report, err)
+	if err != nil {
+		// The summary on stdout lists each failure with what to do; stderr
+		// gets the count, for logs that keep only it.
+		failed := report.Count(openctl.OutcomeFailed) + report.Count(openctl.OutcomeSkipped)
+		return &exitError{code: exitCode(ctx, err), err: fmt.Errorf("%s: %d of %d resources failed or were skipped (listed above)", name, failed, len(report.Results))}
+	}
+	return nil
+}
+
+func (a *app) planCmd() *cobra.Command {
+	var (
+		m        manifestFlags
+		rf       runFlags
+		dot      bool
+		detailed bool
+	)
+	cmd := &cobra.Command{
+		Use:   "plan -f FILE",
+		Short: "Show what apply would do, changing nothing",
+		Long: `Show what applying the manifests would do — create, update, replace or
+nothing — per resource with the changed fields, and the waves in which apply
+would run them. Plan reads live resources and the state; it changes nothing
+and takes no lock.
+
+With --detailed-exitcode the exit code says whether there are changes, for CI:
+0 no changes, 2 changes pending, 1 error.`,
+		Example: `  openctl plan -f vms.yaml
+  openctl plan -f vms.yaml --detailed-exitcode || [ $? -eq 2 ]
+  openctl plan -f cluster/ -R --dot | dot -Tsvg > plan.svg`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			err := a.plan(cmd.Context(), m, rf, dot, detailed)
+			var ee *exitError
+			if detailed && err != nil && !errors.As(err, &ee) {
+				return &exitError{code: exitFailure, err: err}
+			}
+			return err
+		},
+	}
+	m.register(cmd, "to plan")
+	rf.register(cmd, false)
+	cmd.Flags().BoolVar(&dot, "dot", false, "print the dependency graph in Graphviz DOT format instead")
+	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when there are no changes, 2 when there are, 1 on error")
+	return cmd
+}
+
+func (a *app) plan(ctx context.Context, m manifestFlags, rf runFlags, dot, detailed bool) error {
+	rs, err := m.load(a)
+	if err != nil {
+		return err
+	}
+	s, err := a.open(ctx, sessionOptions{sandbox: rf.sandbox})
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	p, err := s.engine.Plan(ctx, rs...)
+	if err != nil {
+		return err
+	}
+	if dot {
+		_, err = fmt.Fprint(a.stdout, p.DOT())
+	} else {
+		err = output.WritePlan(a.stdout, p, output.PlanOptions{Color: colorOK(a.stdout), Names: typedNames()})
+	}
+	if err != nil {
+		return err
+	}
+	if detailed && p.HasChanges() {
+		return &exitError{code: 2}
+	}
+	return nil
+}
+
+// typedNames renders IDs the way users type them ("vm/web-01").
+func typedNames() func(manifest.ID) string {
+	reg, err := offlineRegistry()
+	if err != nil {
+		return output.NameOf
+	}
+	var kinds []registry.Kind
+	for _, k := range reg.Kinds() {
+		kinds = append(kinds, k.Kind)
+	}
+	return output.KindNames(kinds)
+}
+
+// colorOK reports whether w is a terminal that should get colours (not
+// when $NO_COLOR is set or $TERM is dumb).
+func colorOK(w any) bool {
+	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	return isTerminal(w)
+}
+
+// isTerminal reports whether w is a character device.
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func (a *app) deleteCmd() *cobra.Command {
+	var (
+		m  manifestFlags
+		rf runFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "delete (-f FILE | KIND NAME...)",
+		Short: "Delete resources and forget them in the state",
+		Long: `Delete the resources of the manifests, or the named resources of one kind,
+in reverse dependency order, and remove them from the state. A composite's
+children are deleted with it; deleting a child that a composite owns is
+refused, naming the owner. A resource that is already gone is not an error.`,
+		Example: `  openctl delete -f examples/vms.yaml
+  openctl delete vm web-01 web-02`,
+		ValidArgsFunction: a.completeKindAndNames,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var ids []manifest.ID
+			switch {
+			case len(m.files) > 0 && len(args) > 0:
+				return usagef("give either -f or KIND NAME..., not both")
+			case len(m.files) > 0:
+				rs, err := m.load(a)
+				if err != nil {
+					return err
+				}
+				for _, r := range rs {
+					ids = append(ids, r.ID())
+				}
+			case len(args) >= 2:
+				kr, err := resolveKind(args[0])
+				if err != nil {
+					return err
+				}
+				for _, name := range args[1:] {
+					ids = append(ids, manifest.ID{APIVersion: apiVersionOf(kr), Kind: kr.Kind.Kind, Name: name})
+				}
+			default:
+				return usagef("what to delete: give -f FILE or KIND NAME...")
+			}
+			return a.runOp(cmd.Context(), rf, "delete", ids, func(ctx context.Context, e *openctl.Engine) (*openctl.Report, error) {
+				return e.Delete(ctx, ids...)
+			})
+		},
+	}
+	m.register(cmd, "whose resources to delete")
+	rf.register(cmd, true)
+	return cmd
+}

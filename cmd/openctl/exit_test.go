@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/proxmox/proxmoxtest"
+	"github.com/openctl/openctl/state"
+)
+
+func TestExitCode(t *testing.T) {
+	_, manifestErr := manifest.DecodeBytes([]byte("apiVersion: [1]\n"), "bad.yaml")
+	require.Error(t, manifestErr)
+	locked := &state.LockedError{Scope: "default", Holder: state.LockInfo{Who: "ann", Host: "ci", PID: 7}}
+	cancelled, cancel := context.WithCancelCause(t.Context())
+	cancel(&interrupted{sig: os.Interrupt})
+	terminated, cancel2 := context.WithCancelCause(t.Context())
+	cancel2(&interrupted{sig: syscall.SIGTERM})
+	plainCancel, cancel3 := context.WithCancel(t.Context())
+	cancel3()
+
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want int
+	}{
+		{"success", t.Context(), nil, 0},
+		{"failure", t.Context(), errors.New("boom"), 1},
+		{"transient", t.Context(), errcode.New(errcode.Transient, "proxmox: 503"), 1},
+		{"lock held", t.Context(), fmt.Errorf("apply: %w", locked), 1},
+		{"not found", t.Context(), errcode.New(errcode.NotFound, "no vm"), 1},
+		{"invalid", t.Context(), errcode.New(errcode.Invalid, "bad spec"), 2},
+		{"manifest", t.Context(), manifestErr, 2},
+		{"usage", t.Context(), usagef("no manifests"), 2},
+		{"chosen code", t.Context(), &exitError{code: 2}, 2},
+		{"chosen code wrapped", t.Context(), fmt.Errorf("x: %w", &exitError{code: 1, err: errors.New("y")}), 1},
+		{"interrupted", cancelled, context.Canceled, 130},
+		{"interrupted, any error", cancelled, &exitError{code: 1}, 130},
+		{"terminated", terminated, errors.New("cancelled"), 143},
+		{"interrupted but fine", cancelled, nil, 0},
+		{"cancelled without a signal", plainCancel, context.Canceled, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, exitCode(tc.ctx, tc.err))
+		})
+	}
+}
+
+func TestRunExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("OPENCTL_HOME", dir)
+	t.Setenv("OPENCTL_CONFIG", filepath.Join(dir, "config.yaml"))
+	bad := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("apiVersion: proxmox.openctl.io/v1\nkind: VirtualMachine\nmetadata: {name: x}\nspec: 3\n"), 0o600))
+	for _, tc := range []struct {
+		args   []string
+		want   int
+		stderr string
+	}{
+		{[]string{"version"}, 0, ""},
+		{[]string{"--help"}, 0, ""},
+		{[]string{}, 0, ""},
+		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"apply", "--bogus"}, 2, "unknown flag: --bogus"},
+		{[]string{"apply"}, 2, "no manifests"},
+		{[]string{"apply", "-f", bad}, 2, "bad.yaml:4"},
+		{[]string{"apply", "-f", filepath.Join(dir, "missing.yaml")}, 2, "missing.yaml"},
+		{[]string{"plan", "--detailed-exitcode", "-f", bad}, 1, "bad.yaml:4"},
+		{[]string{"get"}, 2, "requires at least 1 arg"},
+		{[]string{"get", "vms"}, 2, "no Proxmox VE endpoint is configured"},
+		{[]string{"state", "show", "vm/x"}, 1, "no record for VirtualMachine/x"},
+		{[]string{"describe", "vm"}, 2, "accepts 2 arg"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(t.Context(), tc.args, strings.NewReader(""), &out, &errOut)
+			assert.Equal(t, tc.want, code, "stderr: %s", errOut.String())
+			assert.Contains(t, errOut.String(), tc.stderr)
+			if tc.want != 0 {
+				assert.True(t, strings.HasPrefix(errOut.String(), "openctl: "), errOut.String())
+			}
+		})
+	}
+}
+
+// TestInterruptedApply interrupts a real openctl process in the middle of
+// an apply, as Ctrl-C (SIGINT) or a CI runner's SIGTERM does: it exits
+// with 128+signal after releasing the state lock, and a re-run converges
+// to exactly the VMs of the manifest.
+func TestInterruptedApply(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			testInterruptedApply(t, sig)
+		})
+	}
+}
+
+func testInterruptedApply(t *testing.T, sig syscall.Signal) {
+	srv := proxmoxtest.NewTestServer(t, append(sandboxLayout(3, defaultSharedStorage), proxmoxtest.WithSpeed(2))...)
+	dir := t.TempDir()
+	manifests := filepath.Join(dir, "vms.yaml")
+	var b strings.Builder
+	for i, node := range []string{"pve1", "pve2", "pve3"} {
+		fmt.Fprintf(&b, "---\napiVersion: proxmox.openctl.io/v1\nkind: VirtualMachine\nmetadata: {name: vm-%d}\nspec: {node: %s, template: {name: ubuntu-24.04-cloud}}\n", i, node)
+	}
+	require.NoError(t, os.WriteFile(manifests, []byte(b.String()), 0o600))
+	id, secret := srv.Token()
+	env := append(os.Environ(), "OPENCTL_TEST_MAIN=1",
+		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"),
+		"OPENCTL_HOME="+filepath.Join(dir, "home"), "OPENCTL_CONFIG="+filepath.Join(dir, "none.yaml"),
+		"OPENCTL_STATE_PASSPHRASE=pass", "OPENCTL_PROXMOX_URL="+srv.URL(), "OPENCTL_PROXMOX_TOKEN_ID="+id,
+		"OPENCTL_PROXMOX_TOKEN_SECRET="+secret, "OPENCTL_PROXMOX_FINGERPRINT="+srv.Fingerprint())
+	openctl := func(args ...string) *exec.Cmd {
+		cmd := exec.CommandContext(t.Context(), os.Args[0], args...)
+		cmd.Env = env
+		return cmd
+	}
+
+	cmd := openctl("apply", "-f", manifests)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Start())
+	const clone = "POST /nodes/{node}/qemu/{vmid}/clone"
+	waitFor(t, func() bool { return srv.RequestCount(clone) >= 1 })
+	require.NoError(t, cmd.Process.Signal(sig))
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	assert.Equal(t, 128+int(sig), ee.ExitCode(), "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	assert.Contains(t, stderr.String(), "cancelling the work in flight")
+	assert.Contains(t, stdout.String(), "re-run the same command to converge")
+
+	// Wait for the clones Proxmox goes on with (see interrupt.txtar).
+	waitFor(t, func() bool {
+		names, err := simulatorVMs(srv)
+		return err == nil && !slices.Contains(names, "")
+	})
+	out, err := openctl("apply", "-f", manifests).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "0 failed")
+	names, err := simulatorVMs(srv)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"vm-0", "vm-1", "vm-2"}, names, "no duplicate VM")
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for delay := 5 * time.Millisecond; !cond(); delay = min(2*delay, 200*time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met after 30s")
+		}
+		time.Sleep(delay)
+	}
+}

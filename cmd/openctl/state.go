@@ -1,0 +1,452 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"regexp"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/output"
+	"github.com/openctl/openctl/secret"
+	"github.com/openctl/openctl/state"
+	"github.com/openctl/openctl/state/postgres"
+)
+
+func (a *app) stateCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "state",
+		Short: "Inspect and manage the state: list, show, rm, force-unlock, migrate",
+		Long: `The state records what openctl applied: each resource's spec as written, the
+hash of the spec applied, the last status, owner and children, and secret
+fields sealed with the passphrase ($OPENCTL_STATE_PASSPHRASE or
+$OPENCTL_STATE_PASSPHRASE_FILE). It lives in files under ~/.openctl/state
+($OPENCTL_HOME/state, or state.dir in the configuration), or in PostgreSQL
+(state.dsn, or $OPENCTL_STATE_DSN).`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(a.stateListCmd(), a.stateShowCmd(), a.stateRmCmd(), a.stateForceUnlockCmd(), a.stateMigrateCmd())
+	return cmd
+}
+
+// openStore opens the configured store, without providers.
+func (a *app) openStore(ctx context.Context) (*session, error) {
+	return a.open(ctx, sessionOptions{noProviders: true})
+}
+
+func (a *app) stateListCmd() *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "list [KIND]",
+		Short: "List the resources recorded in the state",
+		Long: `List the resources recorded in the state, of every kind or of one. Listing
+opens no secret: it needs no passphrase.`,
+		Args: cobra.MaximumNArgs(1),
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) == 0 {
+				return completeKinds(), cobra.ShellCompDirectiveNoFileComp
+			}
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var f state.Filter
+			if len(args) == 1 {
+				kr, err := resolveKind(args[0])
+				if err != nil {
+					return err
+				}
+				f = state.Filter{Provider: kr.Provider, Kind: kr.Kind.Kind}
+			}
+			s, err := a.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			recs, err := listRecords(cmd.Context(), s.store, f)
+			if err != nil {
+				return err
+			}
+			switch format {
+			case "", "table":
+				return printRecords(a.stdout, a.stderr, recs, time.Now())
+			case "name":
+				for _, r := range recs {
+					fmt.Fprintln(a.stdout, r.ID().Short())
+				}
+				return nil
+			case "json", "yaml":
+				return writeRecords(a.stdout, format, recs)
+			}
+			return usagef("-o: want table, name, json or yaml, got %q", format)
+		},
+	}
+	cmd.Flags().StringVarP(&format, "output", "o", "table", "output format: table, name, json or yaml")
+	return cmd
+}
+
+// printRecords writes a table of records.
+func printRecords(w, empty io.Writer, recs []*state.Record, now time.Time) error {
+	if len(recs) == 0 {
+		_, err := fmt.Fprintln(empty, "No resources recorded in the state.")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
+	fmt.Fprintln(tw, "RESOURCE\tAPIVERSION\tGENERATION\tOWNER\tCREATED\tUPDATED")
+	for _, r := range recs {
+		owner := "<none>"
+		if r.Owner != nil {
+			owner = r.Owner.Short()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.ID().Short(), r.APIVersion, r.Generation, owner,
+			output.Age(now.Sub(r.CreatedAt)), output.Age(now.Sub(r.UpdatedAt)))
+	}
+	return tw.Flush()
+}
+
+// writeRecords writes records as JSON or YAML, secrets left out (a record
+// listed raw has them sealed; one read whole names them, redacted).
+func writeRecords(w io.Writer, format string, recs []*state.Record) error {
+	docs := make([]map[string]any, 0, len(recs))
+	for _, r := range recs {
+		m, err := recordMap(r)
+		if err != nil {
+			return err
+		}
+		docs = append(docs, m)
+	}
+	if format == "json" {
+		var v any = docs
+		if len(docs) == 1 {
+			v = docs[0]
+		}
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	for i, d := range docs {
+		if i > 0 {
+			fmt.Fprintln(w, "---")
+		}
+		b, err := yaml.Marshal(d)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordMap renders a record as a map, the names of its secret fields
+// with [redacted] values.
+func recordMap(r *state.Record) (map[string]any, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	if len(r.Secrets) > 0 {
+		sec := make(map[string]any, len(r.Secrets))
+		for k := range r.Secrets {
+			sec[k] = secret.Redacted
+		}
+		m["secrets"] = sec
+	}
+	return m, nil
+}
+
+// parseRef reads "KIND/NAME", the kind in any form users type (vm,
+// VirtualMachine, virtualmachines).
+func parseRef(s string) (manifest.ID, error) {
+	kind, name, ok := strings.Cut(s, "/")
+	if !ok || kind == "" || name == "" {
+		return manifest.ID{}, usagef("%q: want KIND/NAME, e.g. vm/web-01", s)
+	}
+	kr, err := resolveKind(kind)
+	if err != nil {
+		return manifest.ID{}, err
+	}
+	return manifest.ID{APIVersion: apiVersionOf(kr), Kind: kr.Kind.Kind, Name: name}, nil
+}
+
+func (a *app) stateShowCmd() *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "show KIND/NAME",
+		Short: "Show what the state records about a resource (secrets redacted)",
+		Example: `  openctl state show vm/web-01
+  openctl state show VirtualMachine/web-01 -o json`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeRefs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "yaml" && format != "json" {
+				return usagef("-o: want yaml or json, got %q", format)
+			}
+			id, err := parseRef(args[0])
+			if err != nil {
+				return err
+			}
+			s, err := a.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			rec, err := s.store.Get(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			return writeRecords(a.stdout, format, []*state.Record{rec})
+		},
+	}
+	cmd.Flags().StringVarP(&format, "output", "o", "yaml", "output format: yaml or json")
+	return cmd
+}
+
+func (a *app) stateRmCmd() *cobra.Command {
+	var lockWait time.Duration
+	cmd := &cobra.Command{
+		Use:   "rm KIND/NAME...",
+		Short: "Forget resources in the state, leaving the resources themselves alone",
+		Long: `Remove resources from the state without touching them: openctl forgets that
+it applied them. A later apply of their manifests adopts them again when
+the provider can (it hands the existing resource to the provider).`,
+		Example:           `  openctl state rm vm/web-01`,
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: a.completeRefs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			var ids []manifest.ID
+			for _, arg := range args {
+				id, err := parseRef(arg)
+				if err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			s, err := a.openStore(ctx)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			unlock, err := lockStore(ctx, s.store, "state rm", lockWait)
+			if err != nil {
+				return err
+			}
+			defer unlock()
+			recs, err := listRecords(ctx, s.store, state.Filter{})
+			if err != nil {
+				return err
+			}
+			have := map[manifest.ID]bool{}
+			for _, r := range recs {
+				have[r.ID()] = true
+			}
+			var errs []error
+			for _, id := range ids {
+				if !have[id] {
+					errs = append(errs, errcode.New(errcode.NotFound, fmt.Sprintf("%s is not recorded in the state", id.Short())))
+					continue
+				}
+				if err := s.store.Delete(ctx, id); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				fmt.Fprintf(a.stdout, "%s removed from the state (the resource itself is untouched)\n", id.Short())
+			}
+			return errors.Join(errs...)
+		},
+	}
+	cmd.Flags().DurationVar(&lockWait, "lock-wait", 0, "how long to wait for a state lock held by another openctl")
+	return cmd
+}
+
+// lockStore takes the store's lock as the engine does, waiting up to wait
+// for another holder.
+func lockStore(ctx context.Context, st state.Store, op string, wait time.Duration) (func() error, error) {
+	deadline := time.Now().Add(wait)
+	delay := 100 * time.Millisecond
+	for {
+		unlock, err := st.Lock(ctx, state.DefaultScope, state.NewLockInfo(op))
+		if err == nil || !errcode.Is(err, errcode.Conflict) || time.Now().After(deadline) {
+			return unlock, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-time.After(min(delay, time.Until(deadline)+time.Millisecond)):
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// forceUnlocker is implemented by the stores whose locks can outlive their
+// holder: the file store and PostgreSQL.
+type forceUnlocker interface {
+	ForceUnlock(ctx context.Context, scope string) error
+}
+
+func (a *app) stateForceUnlockCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "force-unlock [SCOPE]",
+		Short: "Break a state lock left behind by an openctl that crashed",
+		Long: `Break the state lock (scope "default", which apply and delete take) whatever
+holds it. Use it only when the holder named in the "locked by" message no
+longer runs — a crash, a killed CI job: two openctls working on one state at
+once can record the wrong thing.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			scope := state.DefaultScope
+			if len(args) == 1 {
+				scope = args[0]
+			}
+			s, err := a.openStore(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			fu, ok := s.store.(forceUnlocker)
+			if !ok {
+				return fmt.Errorf("the %T state store has no locks to break", s.store)
+			}
+			if err := fu.ForceUnlock(cmd.Context(), scope); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "state lock %q released\n", scope)
+			return nil
+		},
+	}
+}
+
+func (a *app) stateMigrateCmd() *cobra.Command {
+	var from, to string
+	cmd := &cobra.Command{
+		Use:   "migrate --to DSN",
+		Short: "Copy the state to another store: files to PostgreSQL, or back",
+		Long: `Copy every record of the state — generations, timestamps and secrets still
+sealed, so no passphrase is needed and the same passphrase opens them there —
+into another store, holding both stores' locks. The source is the configured
+state unless --from names another. A store is named by a PostgreSQL DSN
+(postgres://user@host:5432/db, or host=... dbname=...) or by file:DIR for the
+file store in DIR.
+
+Copying refuses, changing nothing, when the target holds a different resource
+under the same name or a newer version of one. Copying again is safe. The
+source is left as it was; point the configuration at the new store
+(state.dsn / state.dir, or $OPENCTL_STATE_DSN) to use it.`,
+		Example: `  openctl state migrate --to postgres://openctl@db.lab:5432/openctl
+  openctl state migrate --from "$OPENCTL_STATE_DSN" --to file:$HOME/.openctl/state`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if to == "" {
+				return usagef("--to is required: a PostgreSQL DSN or file:DIR")
+			}
+			var (
+				src     state.Store
+				srcName string
+			)
+			if from != "" {
+				st, closeSrc, err := a.openDSN(ctx, from)
+				if err != nil {
+					return fmt.Errorf("--from: %w", err)
+				}
+				defer closeSrc()
+				src, srcName = st, describeDSN(from)
+			} else {
+				s, err := a.openStore(ctx)
+				if err != nil {
+					return err
+				}
+				defer s.close()
+				src, srcName = s.store, storeName(s.store)
+			}
+			dst, closeDst, err := a.openDSN(ctx, to)
+			if err != nil {
+				return fmt.Errorf("--to: %w", err)
+			}
+			defer closeDst()
+			rs, ok1 := src.(state.RawStore)
+			rd, ok2 := dst.(state.RawStore)
+			if !ok1 || !ok2 {
+				return fmt.Errorf("state migrate: both stores must support raw copies (%T, %T)", src, dst)
+			}
+			n, err := state.Copy(ctx, rs, rd)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "copied %d records from %s to %s\n", n, srcName, describeDSN(to))
+			a.note("openctl: the source is unchanged; point state.dsn or state.dir in the configuration (or $OPENCTL_STATE_DSN) at the new store to use it")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "the store to copy into: a PostgreSQL DSN or file:DIR")
+	cmd.Flags().StringVar(&from, "from", "", "the store to copy from (default: the configured state)")
+	return cmd
+}
+
+// openDSN opens the store a DSN names: file:DIR, or PostgreSQL.
+func (a *app) openDSN(ctx context.Context, dsn string) (state.Store, func() error, error) {
+	switch {
+	case strings.HasPrefix(dsn, "file:"):
+		dir := strings.TrimPrefix(strings.TrimPrefix(dsn, "file:"), "//")
+		if dir == "" {
+			return nil, nil, usagef("%q: want file:DIR", dsn)
+		}
+		st, err := state.OpenFile(dir, state.FileOptions{Logger: a.log})
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, func() error { return nil }, nil
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"), strings.Contains(dsn, "="):
+		st, err := postgres.Open(ctx, dsn, postgres.Options{Logger: a.log})
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, st.Close, nil
+	}
+	return nil, nil, usagef("cannot tell what store %q is: want a PostgreSQL DSN (postgres://user@host:5432/db or host=... dbname=...) or file:DIR", describeDSN(dsn))
+}
+
+// storeName names a store for messages, without secrets.
+func storeName(st state.Store) string {
+	if fs, ok := st.(*state.FileStore); ok {
+		return "file:" + fs.Dir()
+	}
+	return fmt.Sprintf("the configured %T store", st)
+}
+
+var kvPassword = regexp.MustCompile(`(password\s*=\s*)('[^']*'|\S+)`)
+
+// describeDSN returns dsn with any password replaced by "xxxxx".
+func describeDSN(dsn string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "<a DSN that does not parse>"
+		}
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.Redacted()
+	}
+	return kvPassword.ReplaceAllString(dsn, "${1}xxxxx")
+}
