@@ -69,8 +69,6 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 	}); err != nil {
 		return fail(err)
 	}
-	hash := manifest.Hash(resolved.Spec)
-
 	rec, err := e.store.Get(ctx, id)
 	if err != nil && !errcode.Is(err, errcode.NotFound) {
 		return fail(err)
@@ -78,6 +76,10 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 	if err != nil {
 		rec = nil
 	}
+	if resolved, err = restoreSecrets(n, resolved, rec); err != nil {
+		return fail(err)
+	}
+	hash := manifest.Hash(resolved.Spec)
 	outcome := OutcomeCreated
 	if rec != nil {
 		outcome = OutcomeUpdated
@@ -222,7 +224,17 @@ func (e *Engine) record(ctx context.Context, n *node, prev *state.Record, hash s
 		if secrets == nil {
 			secrets = map[string]secret.Secret{}
 		}
-		maps.Copy(secrets, specSecrets)
+		for p, v := range specSecrets {
+			if v.Reveal() == secret.Redacted {
+				// "[redacted]" was applied as "keep the sealed value".
+				kept, ok := prev.SecretValue(p)
+				if !ok {
+					continue
+				}
+				v = kept
+			}
+			secrets[p] = v
+		}
 	}
 	rec := &state.Record{
 		APIVersion: n.id.APIVersion, Kind: n.id.Kind, Name: n.id.Name,
@@ -250,6 +262,38 @@ func sameRecord(a, b *state.Record) bool {
 		maps.Equal(a.Labels, b.Labels) && maps.Equal(a.Secrets, b.Secrets) &&
 		slices.Equal(a.Children, b.Children) &&
 		((a.Owner == nil) == (b.Owner == nil)) && (a.Owner == nil || *a.Owner == *b.Owner)
+}
+
+// restoreSecrets puts back the sealed value of every secret spec field
+// that reads "[redacted]" — what `openctl get -o yaml` prints — so that
+// output fed back to apply means "keep the secret". Without a sealed value
+// to restore, it is an error rather than a password of "[redacted]".
+func restoreSecrets(n *node, r *manifest.Resource, rec *state.Record) (*manifest.Resource, error) {
+	var out *manifest.Resource
+	for _, p := range n.kind.SecretFields {
+		path, ok := strings.CutPrefix(p, "spec.")
+		if !ok {
+			continue
+		}
+		v, found, _ := manifest.Field(r.Spec, path)
+		if !found || v != secret.Redacted {
+			continue
+		}
+		sealed, ok := rec.SecretValue(p)
+		if !ok {
+			return nil, errcode.New(errcode.Invalid, fmt.Sprintf("%s is %s but state holds no sealed value to keep: give the real value", p, secret.Redacted))
+		}
+		if out == nil {
+			out = r.DeepCopy()
+		}
+		if err := manifest.SetField(out.Spec, path, sealed.Reveal()); err != nil {
+			return nil, errcode.Wrap(errcode.Internal, "restoring "+p, err)
+		}
+	}
+	if out == nil {
+		return r, nil
+	}
+	return out, nil
 }
 
 // splitSecrets removes the secret fields under prefix ("status." or

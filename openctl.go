@@ -281,3 +281,13 @@ func (e *Engine) lock(ctx context.Context, op string) (func() error, error) {
 		}
 	}
 }
+
+// Validate checks resources the way Apply and Plan do before they touch
+// anything — manifest validity, routing to a provider, provider
+// Validators, $ref syntax and targets, duplicates, dependency cycles and
+// composite plans — without reading state or applying anything. Every
+// problem found is reported, joined.
+func (e *Engine) Validate(ctx context.Context, resources ...*manifest.Resource) error {
+	_, err := e.build(ctx, resources)
+	return err
+}

@@ -175,6 +175,9 @@ func (e *Engine) planOne(ctx context.Context, n *node, plan *Plan) (Change, erro
 	if err := e.safe("resolve", n.id, func() (err error) { resolved, err = refs.Resolve(ctx, e.reg, n.res); return err }); err != nil {
 		return c, err
 	}
+	if resolved, err = restoreSecrets(n, resolved, rec); err != nil {
+		return c, err
+	}
 	if d, ok := n.prov.(registry.Differ); ok {
 		var diff registry.Diff
 		if err := e.safe("diff", n.id, func() (err error) { diff, err = d.Diff(ctx, resolved, live); return err }); err != nil {

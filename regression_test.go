@@ -223,3 +223,27 @@ func TestSpecSecretFieldsAreSealedNotRecorded(t *testing.T) {
 	_, kept := rec.Spec["auth"].(map[string]any)["password"]
 	assert.True(t, kept)
 }
+
+// TestRedactedSpecSecretKeepsTheSealedValue: "[redacted]" in a secret spec
+// field — what `openctl get -o yaml` prints — means "keep the sealed
+// value": re-applying it is a no-op, and without a sealed value it is
+// refused rather than stored as the password.
+func TestRedactedSpecSecretKeepsTheSealedValue(t *testing.T) {
+	p := newTestProvider()
+	e := newEngine(t, p)
+	ctx := t.Context()
+	_, err := e.Apply(ctx, thing("db", map[string]any{"auth": map[string]any{"password": "hunter2"}}))
+	require.NoError(t, err)
+	printed := thing("db", map[string]any{"auth": map[string]any{"password": "[redacted]"}})
+	rep, err := e.Apply(ctx, printed)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Count(openctl.OutcomeUnchanged))
+	plan, err := e.Plan(ctx, printed)
+	require.NoError(t, err)
+	assert.Equal(t, openctl.ActionNoOp, plan.Changes[0].Action, "%v %v", plan.Changes[0].Reasons, plan.Changes[0].Fields)
+
+	_, err = e.Apply(ctx, thing("fresh", map[string]any{"auth": map[string]any{"password": "[redacted]"}}))
+	require.Error(t, err)
+	assert.True(t, errcode.Is(err, errcode.Invalid), "%v", err)
+	assert.Contains(t, err.Error(), "spec.auth.password")
+}

@@ -54,6 +54,16 @@ func (r *Record) ID() manifest.ID {
 	return manifest.ID{APIVersion: r.APIVersion, Kind: r.Kind, Name: r.Name}
 }
 
+// SecretValue returns the secret recorded at path ("spec.x" or
+// "status.y"); false when r is nil or holds none.
+func (r *Record) SecretValue(path string) (secret.Secret, bool) {
+	if r == nil {
+		return secret.Secret{}, false
+	}
+	v, ok := r.Secrets[path]
+	return v, ok
+}
+
 // Resource returns the record as a manifest (spec as written, last status
 // without secrets).
 func (r *Record) Resource() *manifest.Resource {

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/spf13/cobra"
 
+	"github.com/openctl/openctl"
 	"github.com/openctl/openctl/errcode"
-	"github.com/openctl/openctl/refs"
 	"github.com/openctl/openctl/registry"
 )
 
@@ -36,21 +34,12 @@ checked, and validate says so.`,
 			if err != nil {
 				return err
 			}
-			var errs []error
-			for _, r := range rs {
-				p, _, err := reg.Lookup(r.ID())
-				if err == nil {
-					_, err = refs.Dependencies(r)
-				}
-				if v, ok := p.(registry.Validator); err == nil && ok && !slices.Contains(unchecked, p.Name()) {
-					err = v.Validate(cmd.Context(), r)
-				}
-				if err != nil {
-					errs = append(errs, fmt.Errorf("%s%s: %w", r.ID().Short(), where(r.Source.File, r.Source.Line), err))
-				}
+			eng, err := openctl.New(openctl.WithRegistry(reg))
+			if err != nil {
+				return err
 			}
-			if err := errors.Join(errs...); err != nil {
-				return errcode.Wrap(errcode.Invalid, fmt.Sprintf("%d of %d resources are invalid", len(errs), len(rs)), err)
+			if err := eng.Validate(cmd.Context(), rs...); err != nil {
+				return errcode.Wrap(errcode.Invalid, fmt.Sprintf("%d %s checked", len(rs), plural(len(rs), "resource", "resources")), err)
 			}
 			for _, name := range unchecked {
 				a.note("openctl: the %s provider is not configured: checked decoding, kinds and $refs of its resources, not their specs", name)
@@ -80,6 +69,7 @@ func (a *app) validationRegistry() (reg *registry.Registry, unchecked []string, 
 		if len(cfg.Contexts(spec.name)) == 0 {
 			unchecked = append(unchecked, spec.name)
 			p, err = spec.offline()
+			p = unvalidated{p}
 		} else {
 			p, err = spec.open(cfg, a.contextName, a.log)
 		}
@@ -109,3 +99,7 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
+
+// unvalidated hides an offline provider's Validator (and every other
+// optional interface) from the engine.
+type unvalidated struct{ registry.Provider }
