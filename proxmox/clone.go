@@ -33,7 +33,14 @@ func (s *scheduler) sem(m map[string]chan struct{}, key string, n int) chan stru
 	return ch
 }
 
-func acquire(ctx context.Context, ch chan struct{}) error {
+// acquire takes a slot of ch, reporting step while it has to wait.
+func acquire(ctx context.Context, ch chan struct{}, step string) error {
+	select {
+	case ch <- struct{}{}:
+		return nil
+	default:
+	}
+	registry.ReportStep(ctx, step)
 	select {
 	case ch <- struct{}{}:
 		return nil
@@ -169,14 +176,13 @@ func (p *Provider) templateConfig(ctx context.Context, c *conn, t templateRef) (
 func (p *Provider) clone(ctx context.Context, c *conn, s *VMSpec, name, node string, t templateRef) (vmRef, error) {
 	sched := p.sched[c.name]
 	lim := p.cfg.Limits
-	registry.ReportStep(ctx, "waiting for a clone slot")
 	nodeSem := sched.sem(sched.node, node, lim.PerNode)
 	tmplSem := sched.sem(sched.tmpl, t.Node+"/"+strconv.Itoa(t.VMID), lim.PerTemplate)
-	if err := acquire(ctx, nodeSem); err != nil {
+	if err := acquire(ctx, nodeSem, "waiting for a clone slot on "+node); err != nil {
 		return vmRef{}, err
 	}
 	defer func() { <-nodeSem }()
-	if err := acquire(ctx, tmplSem); err != nil {
+	if err := acquire(ctx, tmplSem, "waiting for a clone slot of "+tmplLabel(TemplateSpec{Name: t.Name, VMID: t.VMID})); err != nil {
 		return vmRef{}, err
 	}
 	defer func() { <-tmplSem }()
@@ -203,6 +209,11 @@ func (p *Provider) clone(ctx context.Context, c *conn, s *VMSpec, name, node str
 		if err == nil {
 			break
 		}
+		if _, answered := pve.AsAPIError(err); newid != 0 && !answered {
+			// The request may have reached Proxmox (cancelled or cut off
+			// in flight): a clone to newid may be running.
+			p.setUnfinished(c.name, name, unfinishedVM{vmid: newid, cloning: true})
+		}
 		if !isTransient(err) || attempt >= p.tune.CallAttempts+3 || ctx.Err() != nil || !cloneRetryable(err) {
 			return vmRef{}, fmt.Errorf("cloning %s: %w", tmplLabel(TemplateSpec{Name: t.Name, VMID: t.VMID}), err)
 		}
@@ -212,7 +223,13 @@ func (p *Provider) clone(ctx context.Context, c *conn, s *VMSpec, name, node str
 	}
 	v := vmRef{c: c, node: node, vmid: newid}
 	if err := p.await(ctx, c, upid, p.cfg.Timeouts.Clone); err != nil {
-		// Proxmox removes the target of a failed clone.
+		// Proxmox removes the target of a failed clone; one still running
+		// (ctx cancelled, timed out) finishes anyway and carries no name
+		// until it does, so the next Apply must wait for it, not clone
+		// again.
+		if !taskFinished(err) {
+			p.setUnfinished(c.name, name, unfinishedVM{vmid: newid, cloning: true, upid: upid})
+		}
 		return vmRef{}, fmt.Errorf("cloning %s into VM %d: %w", tmplLabel(TemplateSpec{Name: t.Name, VMID: t.VMID}), newid, err)
 	}
 	return v, nil
@@ -247,7 +264,7 @@ func (p *Provider) cloneOnce(ctx context.Context, c *conn, sched *scheduler, src
 	ps["newid"] = strconv.Itoa(id)
 	var upid pve.UPID
 	if err := c.client.Post(ctx, src.path("/clone"), ps, &upid); err != nil {
-		return 0, "", classify(err)
+		return id, "", classify(err)
 	}
 	return id, upid, nil
 }

@@ -36,6 +36,8 @@ type Provider struct {
 	log   *slog.Logger
 	tune  tuning
 
+	placeMu sync.Mutex // held while a new VM's node is chosen and its memory reserved
+
 	mu       sync.Mutex
 	where    map[string]string     // VM name → context, learnt from Validate/Apply
 	sched    map[string]*scheduler // per context
@@ -43,6 +45,19 @@ type Provider struct {
 	tmpls    map[string]tmplCacheEntry
 	tmplMu   map[string]*sync.Mutex   // one template config read at a time per template
 	expect   map[string]time.Duration // moving average of how long each task type (and the guest agent) takes
+	// unfinished holds, by "context/name", VMs whose creation an Apply
+	// left unfinished (cancelled or timed out waiting for the clone, or
+	// failed and not removed): the next Apply of that name waits for the
+	// clone task instead of cloning again, and finishes the VM as new.
+	// Guarded by mu.
+	unfinished map[string]unfinishedVM
+}
+
+// unfinishedVM is a VM an interrupted Apply created.
+type unfinishedVM struct {
+	vmid    int
+	cloning bool     // its clone may still run
+	upid    pve.UPID // the clone task, when known
 }
 
 // tuning holds knobs an embedder rarely needs; see Option.
@@ -103,7 +118,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	p := &Provider{
 		cfg: cfg, conns: map[string]*conn{}, log: log, tune: defaultTuning(),
 		where: map[string]string{}, sched: map[string]*scheduler{}, reserved: map[string]int{}, tmpls: map[string]tmplCacheEntry{},
-		tmplMu: map[string]*sync.Mutex{}, expect: map[string]time.Duration{},
+		tmplMu: map[string]*sync.Mutex{}, expect: map[string]time.Duration{}, unfinished: map[string]unfinishedVM{},
 	}
 	for _, o := range opts {
 		o(&p.tune)

@@ -51,9 +51,15 @@ func (e *TaskError) Error() string {
 // Is matches the task's error code.
 func (e *TaskError) Is(target error) bool { c, ok := target.(errcode.Code); return ok && c == e.code }
 
-// Unwrap returns the go-proxmox error (a *proxmox.TaskFailedError for a
-// failed task).
-func (e *TaskError) Unwrap() error { return e.err }
+// Unwrap returns the task's error code and the go-proxmox error (a
+// *proxmox.TaskFailedError for a failed task), so that errcode.Of (and
+// with it the engine's retry) finds the former and errors.As the latter.
+func (e *TaskError) Unwrap() []error {
+	if e.err == nil {
+		return []error{e.code}
+	}
+	return []error{e.code, e.err}
+}
 
 // await waits for the task upid to finish, polling with a growing interval,
 // and returns nil only if it finished with exit status OK (or WARNINGS).

@@ -2,6 +2,7 @@ package proxmox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/url"
@@ -383,12 +384,17 @@ func staticIPs(conf vmConfig) []string {
 // observe builds a VM's status. With wait, it polls the guest agent for
 // the VM's address until it has one or Timeouts.GuestAgent passes;
 // without, it asks once when the VM is running.
-func (p *Provider) observe(ctx context.Context, v vmRef, conf vmConfig, state string, uptime int64, s *VMSpec, wait, checkPending bool) (vmStatus, error) {
-	st := vmStatus{VMID: v.vmid, Node: v.node, State: state, Uptime: uptime, Managed: isManaged(conf), MACs: macsOf(conf)}
+func (p *Provider) observe(ctx context.Context, v vmRef, conf vmConfig, state string, uptime int64, s *VMSpec, wait, checkPending bool) (st vmStatus, err error) {
+	st = vmStatus{VMID: v.vmid, Node: v.node, State: state, Uptime: uptime, Managed: isManaged(conf), MACs: macsOf(conf)}
 	st.IPs = staticIPs(conf)
-	if len(st.IPs) > 0 {
-		st.IP = st.IPs[0]
-	}
+	// Only a static address on the VM's first network makes waiting
+	// unnecessary; another network's is no substitute for it.
+	st.IP = primaryStaticIP(conf, s)
+	defer func() {
+		if st.IP == "" && len(st.IPs) > 0 {
+			st.IP = st.IPs[0] // another network's, better than none
+		}
+	}()
 	if state != StateRunning {
 		return st, nil
 	}
@@ -415,9 +421,25 @@ func (p *Provider) observe(ctx context.Context, v vmRef, conf vmConfig, state st
 	if err != nil {
 		return st, err
 	}
-	st.IPs, st.IP = ips, ip
+	st.IPs, st.IP = mergeIPs(ips, st.IPs), ip
 	st.SSHHostKey = p.hostKey(ctx, v)
 	return st, nil
+}
+
+// primaryStaticIP is the static address (IPv4, else IPv6) of the VM's
+// first network — the spec's first, else net0 — or "".
+func primaryStaticIP(conf vmConfig, s *VMSpec) string {
+	key := "net0"
+	if s != nil && len(s.Networks) > 0 {
+		key = s.Networks[0].Name
+	}
+	c := parseIPConfig(conf["ipconfig"+strings.TrimPrefix(key, "net")])
+	for _, cidr := range []string{c.IP, c.IP6} {
+		if ip, _, ok := strings.Cut(cidr, "/"); ok {
+			return ip
+		}
+	}
+	return ""
 }
 
 func mergeIPs(a, b []string) []string {
@@ -467,6 +489,10 @@ func (p *Provider) applyVM(ctx context.Context, r *manifest.Resource) (*manifest
 	p.mu.Lock()
 	p.where[name] = c.name
 	p.mu.Unlock()
+	u, unfinished, err := p.settleUnfinished(ctx, c, name)
+	if err != nil {
+		return fail(err)
+	}
 
 	rs, err := p.resources(ctx, c)
 	if err != nil {
@@ -477,8 +503,12 @@ func (p *Provider) applyVM(ctx context.Context, r *manifest.Resource) (*manifest
 		return fail(err)
 	}
 	if existing == nil {
+		p.clearUnfinished(c.name, name)
 		return p.createVM(ctx, c, r, s, rs)
 	}
+	// A VM an interrupted Apply created is finished as a new one (started
+	// unless startOnCreate says otherwise).
+	created := unfinished && existing.VMID == u.vmid
 	v := vmRef{c: c, node: existing.Node, vmid: existing.VMID}
 	conf, err := p.readConfig(ctx, v)
 	if err != nil {
@@ -496,13 +526,84 @@ func (p *Provider) applyVM(ctx context.Context, r *manifest.Resource) (*manifest
 		if err := p.destroy(ctx, v, existing.Status); err != nil {
 			return fail(err)
 		}
+		p.clearUnfinished(c.name, name)
 		return p.createVM(ctx, c, r, s, without2(rs, existing.VMID))
 	}
-	out, err := p.converge(ctx, r, s, v, conf, existing.Status, existing.Uptime, pl, false)
+	out, err := p.converge(ctx, r, s, v, conf, existing.Status, existing.Uptime, pl, created)
 	if err != nil {
 		return fail(err)
 	}
+	p.clearUnfinished(c.name, name)
 	return out, nil
+}
+
+// settleUnfinished waits for the clone task of a VM named name that an
+// interrupted Apply left running, so that the VM (named once its clone
+// finishes) is found rather than cloned again.
+func (p *Provider) settleUnfinished(ctx context.Context, c *conn, name string) (unfinishedVM, bool, error) {
+	p.mu.Lock()
+	u, ok := p.unfinished[c.name+"/"+name]
+	p.mu.Unlock()
+	if !ok || !u.cloning {
+		return u, ok, nil
+	}
+	registry.ReportStep(ctx, "waiting for the clone an interrupted apply started")
+	if u.upid != "" {
+		if err := p.await(ctx, c, u.upid, p.cfg.Timeouts.Clone); err != nil && !taskFinished(err) {
+			return u, ok, err
+		}
+	} else if err := p.waitCloneTarget(ctx, c, u.vmid); err != nil {
+		return u, ok, err
+	}
+	u.cloning, u.upid = false, ""
+	p.setUnfinished(c.name, name, u)
+	return u, ok, nil
+}
+
+// waitCloneTarget waits until VM vmid is no longer a clone target in
+// progress (config locked "clone") — it is then named, or gone if the
+// clone failed or never started.
+func (p *Provider) waitCloneTarget(ctx context.Context, c *conn, vmid int) error {
+	wctx, cancel := context.WithTimeout(ctx, p.cfg.Timeouts.Clone)
+	defer cancel()
+	d := p.tune.PollMin
+	for {
+		rs, err := p.resources(wctx, c)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(rs, func(r clusterRes) bool { return r.Type == "qemu" && r.VMID == vmid })
+		if i < 0 || rs[i].Lock != "clone" {
+			return nil
+		}
+		p.sleep(wctx, d)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := wctx.Err(); err != nil {
+			return errcode.Wrap(errcode.Transient, fmt.Sprintf("VM %d is still being cloned", vmid), err)
+		}
+		d = min(d*3/2, p.tune.PollMax)
+	}
+}
+
+func (p *Provider) setUnfinished(ctxName, name string, u unfinishedVM) {
+	p.mu.Lock()
+	p.unfinished[ctxName+"/"+name] = u
+	p.mu.Unlock()
+}
+
+func (p *Provider) clearUnfinished(ctxName, name string) {
+	p.mu.Lock()
+	delete(p.unfinished, ctxName+"/"+name)
+	p.mu.Unlock()
+}
+
+// taskFinished reports whether err says a task ended (and failed), as
+// opposed to it possibly still running.
+func taskFinished(err error) bool {
+	te, ok := errors.AsType[*TaskError](err)
+	return ok && te.Timeout == 0
 }
 
 func without2(rs []clusterRes, vmid int) []clusterRes {
@@ -517,13 +618,30 @@ func (p *Provider) createVM(ctx context.Context, c *conn, r *manifest.Resource, 
 	fail := func(err error) (*manifest.Resource, error) {
 		return nil, fmt.Errorf("proxmox: create VirtualMachine %s: %w", name, classify(err))
 	}
+	mem := 0
+	if s.Memory != nil {
+		mem = s.Memory.Size
+	}
+	// Choosing the node and reserving memory on it are one step, so that
+	// VMs created at once see each other's reservations and spread.
+	p.placeMu.Lock()
 	node, err := p.chooseNode(c, s, rs)
+	var release func()
+	if err == nil {
+		release = p.reserve(c.name, node, mem)
+	}
+	p.placeMu.Unlock()
 	if err != nil {
 		return fail(err)
 	}
+	defer release()
 	tmpl, err := p.template(ctx, c, s, node, rs)
 	if err != nil {
 		return fail(err)
+	}
+	if !s.Template.full() && !tmpl.Template {
+		// Proxmox refuses with a 500, which would be retried as transient.
+		return fail(ferr("spec.template.linked", "VM %d is not a template: only a template can be cloned linked; make a full clone", tmpl.VMID))
 	}
 	tconf, err := p.templateConfig(ctx, c, tmpl)
 	if err != nil {
@@ -538,22 +656,18 @@ func (p *Provider) createVM(ctx context.Context, c *conn, r *manifest.Resource, 
 		return fail(err)
 	}
 
-	mem := 0
-	if s.Memory != nil {
-		mem = s.Memory.Size
-	}
-	release := p.reserve(c.name, node, mem)
-	defer release()
-
 	v, err := p.clone(ctx, c, s, name, node, tmpl)
 	if err != nil {
 		return fail(err)
 	}
 	out, err := p.convergeNew(ctx, r, s, v)
 	if err != nil {
-		if ctx.Err() == nil {
+		if ctx.Err() != nil {
+			p.setUnfinished(c.name, name, unfinishedVM{vmid: v.vmid})
+		} else {
 			registry.ReportStep(ctx, "cleaning up after failure")
 			if derr := p.destroyAfterFailure(ctx, v); derr != nil {
+				p.setUnfinished(c.name, name, unfinishedVM{vmid: v.vmid})
 				err = fmt.Errorf("%w; and removing the half-made VM %d failed: %v", err, v.vmid, derr)
 			}
 		}
@@ -604,6 +718,10 @@ func (p *Provider) convergeNew(ctx context.Context, r *manifest.Resource, s *VMS
 	if err != nil {
 		return nil, err
 	}
+	// A password the template carries is not the spec's: a new VM gets
+	// spec.cloudInit.password even then (planChanges sets one only on a VM
+	// without, since Proxmox never shows it).
+	delete(conf, "cipassword")
 	pl, err := planChanges(s, r.Metadata.Name, v.node, conf, false, v.c.cfg.Defaults)
 	if err != nil {
 		return nil, err
@@ -664,9 +782,6 @@ func (p *Provider) converge(ctx context.Context, r *manifest.Resource, s *VMSpec
 				return nil, err
 			}
 		}
-	}
-	if state == StateRunning && agentEnabled(conf["agent"]) && len(staticIPs(conf)) == 0 {
-		registry.ReportStep(ctx, "waiting for guest agent")
 	}
 	// A VM started just now has no pending changes and no uptime to read.
 	st, err := p.observe(ctx, v, conf, state, uptime, s, true, !created)
@@ -787,6 +902,11 @@ func (p *Provider) destroyAfterFailure(ctx context.Context, v vmRef) error {
 
 // deleteVM deletes the VM named name if openctl manages it.
 func (p *Provider) deleteVM(ctx context.Context, name string) error {
+	for _, cn := range p.order {
+		if _, _, err := p.settleUnfinished(ctx, p.conns[cn], name); err != nil {
+			return fmt.Errorf("proxmox: delete VirtualMachine %s: %w", name, err)
+		}
+	}
 	c, r, err := p.locate(ctx, name)
 	if err != nil {
 		return fmt.Errorf("proxmox: delete VirtualMachine %s: %w", name, err)
@@ -810,6 +930,7 @@ func (p *Provider) deleteVM(ctx context.Context, name string) error {
 	}
 	p.mu.Lock()
 	delete(p.where, name)
+	delete(p.unfinished, c.name+"/"+name)
 	p.mu.Unlock()
 	return nil
 }

@@ -380,8 +380,11 @@ func planChanges(s *VMSpec, name, node string, conf vmConfig, running bool, d De
 			if st == "" {
 				return nil, ferr(path+".storage", "disk %s does not exist in the template: name the storage to create it on", disk.Name)
 			}
-			gib := (want + (1<<30 - 1)) >> 30
-			pl.config[disk.Name] = fmt.Sprintf("%s:%d", st, gib)
+			// "storage:N" allocates N GiB; N may be fractional, so a
+			// size such as 1500M is created exactly rather than rounded
+			// up to a GiB (which the next Apply would see as a shrink).
+			gib := strconv.FormatFloat(float64(want)/(1<<30), 'f', -1, 64)
+			pl.config[disk.Name] = st + ":" + gib
 			set(disk.Name, path, nil, disk.Size)
 			continue
 		}
