@@ -190,7 +190,7 @@ func (p *Provider) clone(ctx context.Context, c *conn, s *VMSpec, name, node str
 	registry.ReportStep(ctx, fmt.Sprintf("cloning %s", tmplLabel(TemplateSpec{Name: t.Name, VMID: t.VMID})))
 	params := map[string]string{
 		"name":        name,
-		"description": description(s.Description, s.Template),
+		"description": provisioningDescription(s.Description, s.Template),
 		"full":        boolStr(s.Template.full()),
 	}
 	if node != t.Node {
@@ -222,6 +222,7 @@ func (p *Provider) clone(ctx context.Context, c *conn, s *VMSpec, name, node str
 		d = min(2*d, 5*time.Second)
 	}
 	v := vmRef{c: c, node: node, vmid: newid}
+	defer p.ownClone(c.name, newid, false)
 	if err := p.await(ctx, c, upid, p.cfg.Timeouts.Clone); err != nil {
 		// Proxmox removes the target of a failed clone; one still running
 		// (ctx cancelled, timed out) finishes anyway and carries no name
@@ -263,8 +264,64 @@ func (p *Provider) cloneOnce(ctx context.Context, c *conn, sched *scheduler, src
 	}
 	ps["newid"] = strconv.Itoa(id)
 	var upid pve.UPID
+	p.ownClone(c.name, id, true)
 	if err := c.client.Post(ctx, src.path("/clone"), ps, &upid); err != nil {
+		p.ownClone(c.name, id, false)
 		return id, "", classify(err)
 	}
 	return id, upid, nil
+}
+
+// ownClone records (or forgets) that this provider is cloning VM id.
+func (p *Provider) ownClone(ctxName string, id int, on bool) {
+	key := ctxName + "/" + strconv.Itoa(id)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if on {
+		p.cloning[key] = true
+	} else {
+		delete(p.cloning, key)
+	}
+}
+
+// awaitForeignClones waits until no clone started by someone else is in
+// progress, and returns the cluster's resources then. Proxmox names a VM
+// only when its clone finishes, so a clone that an interrupted openctl
+// process (or another client) left running may be the very VM about to be
+// created: looking for it by name before it finishes would clone it twice.
+// The wait is bounded by Timeouts.Clone; after that the apply goes on.
+func (p *Provider) awaitForeignClones(ctx context.Context, c *conn, rs []clusterRes) ([]clusterRes, error) {
+	deadline := time.Now().Add(p.cfg.Timeouts.Clone)
+	interval := p.tune.PollMin
+	reported := false
+	for {
+		var foreign []string
+		p.mu.Lock()
+		for _, r := range rs {
+			if r.Type == "qemu" && r.Lock == "clone" && !p.cloning[c.name+"/"+strconv.Itoa(r.VMID)] {
+				foreign = append(foreign, strconv.Itoa(r.VMID))
+			}
+		}
+		p.mu.Unlock()
+		if len(foreign) == 0 {
+			return rs, nil
+		}
+		if time.Now().After(deadline) {
+			p.log.Warn("clones started elsewhere are still running; creating anyway", "vmids", foreign)
+			return rs, nil
+		}
+		if !reported {
+			registry.ReportStep(ctx, "waiting for clones in progress elsewhere (VMID "+strings.Join(foreign, ", ")+") to finish: one may be this VM, from an interrupted apply")
+			reported = true
+		}
+		p.sleep(ctx, interval)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		interval = min(interval*3/2, p.tune.PollMax)
+		var err error
+		if rs, err = p.resources(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 }

@@ -51,6 +51,9 @@ type Provider struct {
 	// clone task instead of cloning again, and finishes the VM as new.
 	// Guarded by mu.
 	unfinished map[string]unfinishedVM
+	// cloning holds "context/vmid" of the clones this provider has in
+	// flight, so that only others' clones are waited for.
+	cloning map[string]bool
 }
 
 // unfinishedVM is a VM an interrupted Apply created.
@@ -118,7 +121,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	p := &Provider{
 		cfg: cfg, conns: map[string]*conn{}, log: log, tune: defaultTuning(),
 		where: map[string]string{}, sched: map[string]*scheduler{}, reserved: map[string]int{}, tmpls: map[string]tmplCacheEntry{},
-		tmplMu: map[string]*sync.Mutex{}, expect: map[string]time.Duration{}, unfinished: map[string]unfinishedVM{},
+		tmplMu: map[string]*sync.Mutex{}, expect: map[string]time.Duration{}, unfinished: map[string]unfinishedVM{}, cloning: map[string]bool{},
 	}
 	for _, o := range opts {
 		o(&p.tune)

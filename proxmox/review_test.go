@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -629,4 +630,32 @@ func TestReviewPasswordOverridesTemplates(t *testing.T) {
 	_, err = e.p.Apply(ctxT(t), r)
 	require.NoError(t, err)
 	assert.Equal(t, before, writes(e.srv))
+}
+
+// TestForeignCloneInProgressIsAwaited: a clone another process (an
+// interrupted openctl) left running carries no name until it finishes; a
+// new provider must wait for it and adopt the VM, not clone a second one.
+func TestForeignCloneInProgressIsAwaited(t *testing.T) {
+	lat := fastLatencies
+	lat.Clone = 400 * time.Millisecond
+	srv := proxmoxtest.NewTestServer(t, proxmoxtest.WithLatencies(lat))
+	first := newProvider(t, srv, nil)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	go func() {
+		for srv.RequestCount("POST /nodes/{node}/qemu/{vmid}/clone") == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel() // the first process is interrupted mid-clone
+	}()
+	_, err := first.Apply(ctx, vm("web-01", nil))
+	require.Error(t, err)
+
+	second := newProvider(t, srv, nil) // a new process: no memory of the first
+	var steps []string
+	res, err := second.Apply(withSteps(ctxT(t), &steps), vm("web-01", nil))
+	require.NoError(t, err)
+	assert.Len(t, guests(srv), 1, "exactly one VM")
+	assert.Equal(t, 1, srv.RequestCount("POST /nodes/{node}/qemu/{vmid}/clone"), "the second process did not clone again")
+	assert.Equal(t, "running", res.Status["state"])
+	assert.True(t, slices.ContainsFunc(steps, func(s string) bool { return strings.HasPrefix(s, "waiting for clones in progress elsewhere") }), "%v", steps)
 }

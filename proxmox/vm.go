@@ -503,17 +503,27 @@ func (p *Provider) applyVM(ctx context.Context, r *manifest.Resource) (*manifest
 		return fail(err)
 	}
 	if existing == nil {
+		if rs, err = p.awaitForeignClones(ctx, c, rs); err != nil {
+			return fail(err)
+		}
+		if existing, err = findVM(rs, name); err != nil {
+			return fail(err)
+		}
+	}
+	if existing == nil {
 		p.clearUnfinished(c.name, name)
 		return p.createVM(ctx, c, r, s, rs)
 	}
 	// A VM an interrupted Apply created is finished as a new one (started
 	// unless startOnCreate says otherwise).
-	created := unfinished && existing.VMID == u.vmid
 	v := vmRef{c: c, node: existing.Node, vmid: existing.VMID}
 	conf, err := p.readConfig(ctx, v)
 	if err != nil {
 		return fail(err)
 	}
+	// A VM an interrupted Apply (this process's or another's) created is
+	// finished as a new one.
+	created := unfinished && existing.VMID == u.vmid || isProvisioning(conf)
 	pl, err := planChanges(s, name, v.node, conf, existing.Status == StateRunning, c.cfg.Defaults)
 	if err != nil {
 		return fail(err)

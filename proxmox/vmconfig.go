@@ -42,6 +42,9 @@ const (
 	markerTmplNm  = "template-name="
 	markerTmplID  = "template-vmid="
 	markerComment = " (do not edit this line)"
+	// markerProvisioning marks a clone whose creation has not finished
+	// (configured, started): an Apply that finds it finishes it as new.
+	markerProvisioning = "provisioning"
 )
 
 // marker renders the description's marker line for a template.
@@ -50,6 +53,19 @@ func marker(t *TemplateSpec) string {
 		return markerPrefix + "; " + markerTmplNm + t.Name + markerComment
 	}
 	return markerPrefix + "; " + markerTmplID + strconv.Itoa(t.VMID) + markerComment
+}
+
+// provisioningDescription is the description a clone starts with: the
+// marker flagged "provisioning" until the VM is configured.
+func provisioningDescription(user string, t *TemplateSpec) string {
+	return strings.TrimSuffix(description(user, t), markerComment) + "; " + markerProvisioning + markerComment
+}
+
+// isProvisioning reports whether a VM's creation never finished.
+func isProvisioning(conf vmConfig) bool {
+	desc := strings.TrimRight(conf["description"], "\n")
+	i := strings.LastIndex(desc, markerPrefix)
+	return i >= 0 && strings.Contains(desc[i:], "; "+markerProvisioning+markerComment)
 }
 
 // splitDescription separates the user's description from openctl's

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,11 +87,10 @@ func scriptParams(t *testing.T, dir string) testscript.Params {
 			return nil
 		},
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
-			"sandbox-start":  cmdSandboxStart,
-			"sandbox-wait":   cmdSandboxWait,
-			"sandbox-vms":    cmdSandboxVMs,
-			"sandbox-settle": cmdSandboxSettle,
-			"exits":          cmdExits,
+			"sandbox-start": cmdSandboxStart,
+			"sandbox-wait":  cmdSandboxWait,
+			"sandbox-vms":   cmdSandboxVMs,
+			"exits":         cmdExits,
 		},
 		RequireExplicitExec: false,
 	}
@@ -188,31 +186,6 @@ func cmdSandboxVMs(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	if len(names) != want {
 		ts.Fatalf("the simulator has %d VMs %v, want %d", len(names), names, want)
-	}
-}
-
-// cmdSandboxSettle waits, polling for up to 30 seconds, until no clone is
-// in progress in the simulator: a VM being cloned has no name yet (as in
-// Proxmox VE, its config holds only "lock: clone" until the clone task
-// ends).
-//
-//	sandbox-settle
-func cmdSandboxSettle(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 0 {
-		ts.Fatalf("usage: sandbox-settle")
-	}
-	srv := server(ts)
-	deadline := time.Now().Add(30 * time.Second)
-	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
-		names, err := simulatorVMs(srv)
-		ts.Check(err)
-		if !slices.Contains(names, "") {
-			return
-		}
-		if time.Now().After(deadline) {
-			ts.Fatalf("clones still in progress after 30s: %q", names)
-		}
-		time.Sleep(delay)
 	}
 }
 
