@@ -303,3 +303,30 @@ func orPending(v proxmoxtest.VM, key string) string {
 	}
 	return v.Config[key]
 }
+
+// TestNetworksUpdateInPlace: VLAN, firewall and MAC of an existing network
+// change in place (Proxmox's "virtio=<MAC>,bridge=..." form), and the
+// result diffs as no-op.
+func TestNetworksUpdateInPlace(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	eng := engine(t, e.p, 2)
+	r := vm("web-01", map[string]any{"networks": []any{map[string]any{"name": "net0", "bridge": "vmbr0", "vlan": int64(10), "firewall": true}}})
+	_, err := eng.Apply(ctx, r)
+	require.NoError(t, err)
+	net0 := guests(e.srv)["web-01"].Config["net0"]
+	assert.Regexp(t, `^virtio=[0-9A-F:]{17},bridge=vmbr0,tag=10,firewall=1$`, net0)
+
+	r2 := r.DeepCopy()
+	r2.Spec["networks"] = []any{map[string]any{"name": "net0", "bridge": "vmbr0", "vlan": int64(20), "firewall": false, "macAddress": "BC:24:11:00:00:42"},
+		map[string]any{"name": "net1", "bridge": "vmbr0", "model": "e1000"}}
+	_, err = eng.Apply(ctx, r2)
+	require.NoError(t, err)
+	sim := guests(e.srv)["web-01"]
+	assert.Equal(t, "virtio=BC:24:11:00:00:42,bridge=vmbr0,tag=20,firewall=0", sim.Config["net0"])
+	assert.Regexp(t, `^e1000=[0-9A-F:]{17},bridge=vmbr0$`, sim.Config["net1"])
+
+	plan, err := eng.Plan(ctx, r2)
+	require.NoError(t, err)
+	assert.Equal(t, openctl.ActionNoOp, plan.Changes[0].Action, "%v %v", plan.Changes[0].Reasons, plan.Changes[0].Fields)
+}

@@ -25,6 +25,7 @@ type param struct {
 	// prop is the format of a property string ("key=value,...").
 	prop       map[string]param
 	alias      string // in prop: this key is another key's alias
+	keyAlias   string // in prop: an alias whose own name is the value of this key ("virtio=MAC" sets model=virtio)
 	defaultKey bool   // in prop: the key of a bare value
 	requires   string // another parameter this one needs
 }
@@ -353,6 +354,14 @@ func checkPropertyString(format map[string]param, data string) string {
 			}
 			s, known := format[k]
 			if known && s.alias != "" {
+				if s.keyAlias != "" {
+					// PVE::JSONSchema parse_property_string: "virtio=MAC"
+					// is macaddr=MAC and model=virtio.
+					if _, dup := res[s.keyAlias]; dup {
+						return "duplicate key in comma-separated list property: " + s.keyAlias + "\n"
+					}
+					res[s.keyAlias] = k
+				}
 				k = s.alias
 				s, known = format[k]
 			}

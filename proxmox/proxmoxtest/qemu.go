@@ -197,7 +197,12 @@ func (s *Server) qemuConfigGet(q *request) (any, *apiError) {
 	if cur, _ := q.get("current"); cur != "1" {
 		conf = v.withPending()
 	}
-	return renderConfig(conf), nil
+	out := renderConfig(conf)
+	if _, ok := out["cipassword"]; ok {
+		// PVE/API2/Qemu.pm vm_config never returns the cloud-init password.
+		out["cipassword"] = "**********"
+	}
+	return out, nil
 }
 
 // qemuPending is GET pending: every key with its current value and the
