@@ -6,9 +6,9 @@ FUZZTIME ?= 30s
 
 all: test
 
-## run: the main job — for now the quickstart (an embedded engine applying manifests with $refs in parallel)
+## run: the main job — three VMs created end to end against the built-in Proxmox VE simulator, with live progress
 run:
-	$(GO) run ./examples/quickstart
+	$(GO) run ./cmd/openctl apply --sandbox -f examples/vms.yaml
 
 ## test: everything CI runs — formatting, vet, the race-enabled suite (fuzz seed corpora included), the nested bench module's build
 test: fmt-check vet test-race examples cross

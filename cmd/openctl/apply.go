@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -114,6 +116,9 @@ func (a *app) runOp(ctx context.Context, rf runFlags, name string, ids []manifes
 		return err
 	}
 	pr.Finish(report, err)
+	if name == "apply" && !a.quiet {
+		a.printApplied(ctx, s.engine, report)
+	}
 	if err != nil {
 		// The summary on stdout lists each failure with what to do; stderr
 		// gets the count, for logs that keep only it.
@@ -267,4 +272,37 @@ refused, naming the owner. A resource that is already gone is not an error.`,
 	m.register(cmd, "whose resources to delete")
 	rf.register(cmd, true)
 	return cmd
+}
+
+// printApplied prints, per kind, a table of the resources an apply created
+// or updated, with their live status (the VMs' nodes, VMIDs and addresses).
+func (a *app) printApplied(ctx context.Context, e *openctl.Engine, report *openctl.Report) {
+	byKind := map[string][]*manifest.Resource{}
+	ages := map[manifest.ID]time.Time{}
+	kinds := map[string]registry.Kind{}
+	var order []string
+	for _, res := range report.Results {
+		if res.Resource == nil || (res.Outcome != openctl.OutcomeCreated && res.Outcome != openctl.OutcomeUpdated) {
+			continue
+		}
+		_, k, err := e.Registry().Lookup(res.ID)
+		if err != nil {
+			continue
+		}
+		key := res.ID.APIVersion + "/" + res.ID.Kind
+		if _, ok := byKind[key]; !ok {
+			order = append(order, key)
+			kinds[key] = k
+		}
+		byKind[key] = append(byKind[key], res.Resource)
+		if rec, err := e.Store().Get(context.WithoutCancel(ctx), res.ID); err == nil {
+			ages[res.ID] = rec.CreatedAt
+		}
+	}
+	for _, key := range order {
+		rs := byKind[key]
+		slices.SortFunc(rs, func(x, y *manifest.Resource) int { return strings.Compare(x.Metadata.Name, y.Metadata.Name) })
+		fmt.Fprintln(a.stdout)
+		_ = output.Print(a.stdout, output.Table, rs, output.Options{Kind: kinds[key], Ages: ages, Now: time.Now})
+	}
 }
