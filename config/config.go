@@ -200,7 +200,9 @@ func (c *Config) Contexts(provider string) []ContextInfo {
 }
 
 // UseContext makes name the default context of provider. An unknown
-// provider or context is an errcode.Invalid error listing the known ones.
+// provider or context is an errcode.Invalid error listing the known ones,
+// and so is the context "env" that the environment overlay defines, which
+// Save would not keep.
 func (c *Config) UseContext(provider, name string) error {
 	p := c.Providers[provider]
 	if p == nil {
@@ -208,6 +210,10 @@ func (c *Config) UseContext(provider, name string) error {
 	}
 	if _, ok := p.Contexts[name]; !ok {
 		return &Error{Field: "providers." + pathKey(provider) + ".contexts", Msg: "no context " + quote(name) + " (contexts: " + list(sortedKeys(p.Contexts)) + ")"}
+	}
+	if ov := c.meta.env; ov != nil && ov.proxmox && provider == ProviderProxmox && name == EnvContext && ov.fileCtx == nil {
+		// Save leaves the overlay out: the choice would not be kept.
+		return &Error{Msg: "context " + quote(EnvContext) + " is defined by the environment (" + EnvProxmoxURL + " and the variables with it), not by a file: it is the default while they are set, and cannot be saved as one"}
 	}
 	p.DefaultContext = name
 	return nil

@@ -197,3 +197,26 @@ func TestSaveLeavesOutEnvOverlay(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "{}\n", string(data))
 }
+
+// TestUseContextEnv: the context the environment defines cannot be made
+// the saved default — Save leaves the overlay out, so "switched" would be
+// a lie — unless the file has a context of that name too.
+func TestUseContextEnv(t *testing.T) {
+	home, dir := t.TempDir(), t.TempDir()
+	env := envOf(home,
+		"OPENCTL_PROXMOX_URL", envURL,
+		"OPENCTL_PROXMOX_TOKEN_ID", "ci@pve!openctl",
+		"OPENCTL_PROXMOX_TOKEN_SECRET", envSecret,
+	)
+	cfg, _, err := config.LoadEnv(filepath.Join(dir, "none.yaml"), env)
+	require.NoError(t, err)
+	err = cfg.UseContext("proxmox", "env")
+	require.Error(t, err)
+	assert.True(t, errcode.Is(err, errcode.Invalid))
+	assert.Contains(t, err.Error(), "OPENCTL_PROXMOX_URL")
+
+	path := writeConfig(t, dir, "providers:\n  proxmox:\n    contexts:\n      env: {endpoint: https://pve.file:8006, credentials: c}\n      lab: {endpoint: https://pve.lab:8006, credentials: c}\n    credentials:\n      c: {tokenId: root@pam!openctl, tokenSecretFile: t}\n", 0o600)
+	cfg, _, err = config.LoadEnv(path, env)
+	require.NoError(t, err)
+	require.NoError(t, cfg.UseContext("proxmox", "env"), "the file's own env context")
+}

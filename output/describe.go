@@ -3,6 +3,7 @@ package output
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -14,12 +15,12 @@ import (
 )
 
 // Describe writes a kubectl-describe-like view of r: its identity, labels
-// and annotations, what state records about it (owner, children, creation
-// and update times, generation; rec may be nil), then its spec and status
-// as indented "key: value" trees with keys sorted, and the names of the
-// secret fields state holds, each shown as [redacted]. Secrets are
-// redacted as by [Print]. With rec nil, the owner comes from r's owner
-// labels and the creation time from o.Ages.
+// (r's and those rec records) and annotations, what state records about
+// it (owner, children, creation and update times, generation; rec may be
+// nil), then its spec and status as indented "key: value" trees with keys
+// sorted, and the names of the secret fields state holds, each shown as
+// [redacted]. Secrets are redacted as by [Print]. With rec nil, the owner
+// comes from r's owner labels and the creation time from o.Ages.
 //
 //	Name:         web-01
 //	Kind:         VirtualMachine
@@ -70,7 +71,15 @@ func Describe(w io.Writer, r *manifest.Resource, rec *state.Record, o Options) e
 	}
 	field("Kind", r.Kind)
 	field("APIVersion", r.APIVersion)
-	field("Labels", pairs(r.Metadata.Labels)...)
+	labels := r.Metadata.Labels
+	if rec != nil && len(rec.Labels) > 0 {
+		// A live resource need not carry the manifest's labels (a Proxmox
+		// VM has none): the record has them, r's own come on top.
+		labels = make(map[string]string, len(rec.Labels)+len(r.Metadata.Labels))
+		maps.Copy(labels, rec.Labels)
+		maps.Copy(labels, r.Metadata.Labels)
+	}
+	field("Labels", pairs(labels)...)
 	field("Annotations", pairs(r.Metadata.Annotations)...)
 	var owner *manifest.ID
 	if rec != nil && rec.Owner != nil {

@@ -62,5 +62,7 @@
 // A [Renderer] is safe for concurrent use. Writes to its writer come from
 // one goroutine at a time (in TTY mode, a redraw goroutine that Finish and
 // Close stop), so the writer need not be safe for concurrent use, but
-// nothing else should write to it until Finish or Close returns.
+// nothing else should write to it until Finish or Close returns. Another
+// stream sharing the terminal — standard error with log lines — goes
+// through [Renderer.Interleave], which writes above the live lines.
 package progress

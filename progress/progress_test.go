@@ -465,3 +465,50 @@ func TestObserveConcurrent(t *testing.T) {
 		})
 	}
 }
+
+// TestTTYInterleave: a line written to another stream of the same
+// terminal (a log line on standard error) while the view is live erases
+// the live lines, is written, and the view is drawn again below it — the
+// view does not move its cursor up over the line. Without live lines, or
+// in other modes, the writer writes straight through.
+func TestTTYInterleave(t *testing.T) {
+	var b bytes.Buffer // the terminal: both streams end up on it
+	r := progress.New(&b, progress.TTY, progress.WithClock(newClock().Now), progress.WithInterval(0), progress.WithWidth(80), progress.WithNames(shortName))
+	logw := r.Interleave(&b)
+	_, err := logw.Write([]byte("before\n"))
+	require.NoError(t, err)
+	r.Start("apply", []manifest.ID{vm("web-01"), vm("web-02")})
+	r.Refresh()
+	n := b.Len()
+	_, err = logw.Write([]byte("level=WARN msg=retrying\n"))
+	require.NoError(t, err)
+	assert.Equal(t, ""+
+		"\x1b[2A\r\x1b[J"+
+		"level=WARN msg=retrying\n"+
+		"\r\x1b[2K· vm/web-01          pending\n"+
+		"\r\x1b[2K· vm/web-02          pending\n", b.String()[n:])
+	r.Finish(&openctl.Report{}, nil)
+	n = b.Len()
+	_, err = logw.Write([]byte("after\n"))
+	require.NoError(t, err)
+	assert.Equal(t, "after\n", b.String()[n:])
+	assert.True(t, strings.HasPrefix(b.String(), "before\n"))
+
+	// Closed with live lines on the screen: they are erased, not drawn again.
+	var c bytes.Buffer
+	closed := progress.New(&c, progress.TTY, progress.WithInterval(0), progress.WithNames(shortName))
+	closed.Start("apply", []manifest.ID{vm("web-01")})
+	closed.Refresh()
+	closed.Close()
+	n = c.Len()
+	_, err = closed.Interleave(&c).Write([]byte("late\n"))
+	require.NoError(t, err)
+	assert.Equal(t, "\x1b[1A\r\x1b[Jlate\n", c.String()[n:])
+
+	var p bytes.Buffer
+	plain := progress.New(&p, progress.Plain)
+	plain.Start("apply", []manifest.ID{vm("web-01")})
+	_, err = plain.Interleave(&p).Write([]byte("x\n"))
+	require.NoError(t, err)
+	assert.Equal(t, "x\n", p.String())
+}

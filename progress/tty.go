@@ -2,6 +2,7 @@ package progress
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -159,4 +160,37 @@ func cut(s string, n int) string {
 	}
 	rs := []rune(s)
 	return string(rs[:n-1]) + "…"
+}
+
+// Interleave returns a writer for another stream that shares the terminal
+// with the view, such as standard error receiving log lines while the
+// view is drawn on standard output. In TTY mode each Write erases the live
+// lines, writes p to w, then draws the live lines again below it, so that
+// what is written lands above the view instead of across it (write whole
+// lines: one Write per line, as slog handlers do). In the other modes,
+// and when no live line is shown (before the first redraw, after
+// Finish), writes go straight to w. The writer is safe for concurrent
+// use.
+func (r *Renderer) Interleave(w io.Writer) io.Writer { return &interleaved{r: r, w: w} }
+
+// interleaved is the writer Interleave returns.
+type interleaved struct {
+	r *Renderer
+	w io.Writer
+}
+
+func (iw *interleaved) Write(p []byte) (int, error) {
+	r := iw.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mode != TTY || len(r.live) == 0 {
+		return iw.w.Write(p)
+	}
+	r.write(fmt.Sprintf(upFormat, len(r.live)) + "\r" + clearDown)
+	r.live = nil
+	n, err := iw.w.Write(p)
+	if !r.closed { // once closed, Finish draws the final lines, or nothing is drawn again
+		r.draw(false)
+	}
+	return n, err
 }

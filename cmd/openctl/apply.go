@@ -37,7 +37,28 @@ func (m *manifestFlags) load(a *app) ([]*manifest.Resource, error) {
 	if len(m.files) == 0 {
 		return nil, usagef("no manifests: give -f FILE, -f DIR or -f - (standard input)")
 	}
-	return manifest.Load(m.files, manifest.LoadOptions{Recursive: m.recursive, Stdin: a.stdin})
+	rs, err := manifest.Load(m.files, manifest.LoadOptions{Recursive: m.recursive, Stdin: a.stdin})
+	if err == nil && len(rs) == 0 {
+		// As kubectl does: applying (or deleting) nothing is a mistake,
+		// most often a directory whose manifests are in sub-directories.
+		hint := ""
+		if !m.recursive && slices.ContainsFunc(m.files, isDir) {
+			hint = " (give -R to read the sub-directories of directories)"
+		}
+		files := slices.Clone(m.files)
+		for i, f := range files {
+			if f == "-" {
+				files[i] = "standard input"
+			}
+		}
+		return nil, usagef("no resources in %s%s", strings.Join(files, ", "), hint)
+	}
+	return rs, err
+}
+
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
 }
 
 // runFlags are --sandbox and, for the commands that take the state lock,
@@ -98,6 +119,8 @@ configuration or $OPENCTL_APPLY_CONCURRENCY (default 4).`,
 func (a *app) runOp(ctx context.Context, rf runFlags, name string, ids []manifest.ID, op func(context.Context, *openctl.Engine) (*openctl.Report, error)) error {
 	pr := progress.New(a.stdout, progress.Mode(a.progress), progress.WithNames(typedNames()))
 	defer pr.Close()
+	// Log lines and the Ctrl-C notice go above the live view, not across it.
+	defer a.stderr.through(pr.Interleave)()
 	s, err := a.open(ctx, sessionOptions{sandbox: rf.sandbox, observer: pr.Observe, lockWait: rf.lockWait})
 	if err != nil {
 		return err

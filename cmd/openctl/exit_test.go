@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -54,6 +55,7 @@ func TestExitCode(t *testing.T) {
 		{"terminated", terminated, errors.New("cancelled"), 143},
 		{"interrupted but fine", cancelled, nil, 0},
 		{"cancelled without a signal", plainCancel, context.Canceled, 1},
+		{"stdout closed", t.Context(), fmt.Errorf("output: %w", &os.PathError{Op: "write", Path: "/dev/stdout", Err: syscall.EPIPE}), 141},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, exitCode(tc.ctx, tc.err))
@@ -111,21 +113,30 @@ func TestInterruptedApply(t *testing.T) {
 	}
 }
 
-func testInterruptedApply(t *testing.T, sig syscall.Signal) {
-	srv := proxmoxtest.NewTestServer(t, append(sandboxLayout(3, defaultSharedStorage), proxmoxtest.WithSpeed(2))...)
-	dir := t.TempDir()
-	manifests := filepath.Join(dir, "vms.yaml")
+// threeVMs starts a three-node simulator and writes a manifest of three
+// VMs, one per node; env runs this test binary as openctl against it with
+// its own OPENCTL_HOME under dir.
+func threeVMs(t *testing.T) (srv *proxmoxtest.Server, dir, manifests string, env []string) {
+	t.Helper()
+	srv = proxmoxtest.NewTestServer(t, append(sandboxLayout(3, defaultSharedStorage), proxmoxtest.WithSpeed(2))...)
+	dir = t.TempDir()
+	manifests = filepath.Join(dir, "vms.yaml")
 	var b strings.Builder
 	for i, node := range []string{"pve1", "pve2", "pve3"} {
 		fmt.Fprintf(&b, "---\napiVersion: proxmox.openctl.io/v1\nkind: VirtualMachine\nmetadata: {name: vm-%d}\nspec: {node: %s, template: {name: ubuntu-24.04-cloud}}\n", i, node)
 	}
 	require.NoError(t, os.WriteFile(manifests, []byte(b.String()), 0o600))
 	id, secret := srv.Token()
-	env := append(os.Environ(), "OPENCTL_TEST_MAIN=1",
+	env = append(os.Environ(), "OPENCTL_TEST_MAIN=1",
 		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"),
 		"OPENCTL_HOME="+filepath.Join(dir, "home"), "OPENCTL_CONFIG="+filepath.Join(dir, "none.yaml"),
 		"OPENCTL_STATE_PASSPHRASE=pass", "OPENCTL_PROXMOX_URL="+srv.URL(), "OPENCTL_PROXMOX_TOKEN_ID="+id,
 		"OPENCTL_PROXMOX_TOKEN_SECRET="+secret, "OPENCTL_PROXMOX_FINGERPRINT="+srv.Fingerprint())
+	return srv, dir, manifests, env
+}
+
+func testInterruptedApply(t *testing.T, sig syscall.Signal) {
+	srv, _, manifests, env := threeVMs(t)
 	openctl := func(args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(t.Context(), os.Args[0], args...)
 		cmd.Env = env
@@ -155,6 +166,55 @@ func testInterruptedApply(t *testing.T, sig syscall.Signal) {
 	names, err := simulatorVMs(srv)
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"vm-0", "vm-1", "vm-2"}, names, "no duplicate VM")
+}
+
+// TestApplyOutputClosed: "openctl apply ... | head -1" — the reader of
+// standard output goes away in the middle of an apply. The apply is not
+// killed by SIGPIPE with the state lock held and clones half done: it goes
+// on to its end, releasing the lock, and nothing is left to do.
+func TestApplyOutputClosed(t *testing.T) {
+	t.Parallel()
+	srv, dir, manifests, env := threeVMs(t)
+
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "apply", "-f", manifests)
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	var ee *exec.ExitError
+	first, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	assert.Contains(t, first, "started")
+	require.NoError(t, stdout.Close()) // as head -1 does
+	require.NoError(t, cmd.Wait(), "stderr: %s", stderr.String())
+	assert.NoFileExists(t, filepath.Join(dir, "home", "state", "locks", "default.lock"), "the state lock was released")
+
+	rerun := exec.CommandContext(t.Context(), os.Args[0], "apply", "-f", manifests)
+	rerun.Env = env
+	out, err := rerun.CombinedOutput()
+	require.NoError(t, err, "%s", out) // the lock was released
+	assert.Contains(t, string(out), "0 created, 0 updated, 3 unchanged, 0 failed")
+	names, err := simulatorVMs(srv)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"vm-0", "vm-1", "vm-2"}, names, "no duplicate VM")
+
+	// A reader that goes away from "get": exit 141, as a SIGPIPE death
+	// would give, and no message about it.
+	get := exec.CommandContext(t.Context(), os.Args[0], "get", "vms", "-o", "yaml")
+	get.Env = env
+	var getErr bytes.Buffer
+	get.Stderr = &getErr
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	get.Stdout = w
+	err = get.Run()
+	w.Close()
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 141, ee.ExitCode(), "stderr: %s", getErr.String())
+	assert.Empty(t, getErr.String())
 }
 
 func waitFor(t *testing.T, cond func() bool) {

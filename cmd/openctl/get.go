@@ -63,8 +63,14 @@ provider configuration.`,
 				return err
 			}
 			defer s.close()
-			rs, ages, err := s.gather(cmd.Context(), a, kr, args[1:], fromState)
+			// YAML and JSON are fed back to apply: they need the secret
+			// spec fields, as [redacted] (see output.Recorded).
+			withSecrets := f == output.YAML || f == output.JSON
+			rs, ages, err := s.gather(cmd.Context(), a, kr, args[1:], fromState, withSecrets)
 			rs = slices.DeleteFunc(rs, func(r *manifest.Resource) bool { return !sel.matches(r) })
+			if len(rs) == 0 && err != nil {
+				return err // not "No resources found." (or "[]") as well
+			}
 			if perr := output.Print(a.stdout, f, rs, output.Options{Kind: kr.Kind, Ages: ages, Empty: a.stderr}); perr != nil {
 				return errors.Join(err, perr)
 			}
@@ -84,14 +90,23 @@ provider configuration.`,
 // the recorded spec and labels with the live status; others the live
 // resource. The creation times come from the state. Problems with single
 // resources are returned joined, after the resources that could be read.
-func (s *session) gather(ctx context.Context, a *app, kr registry.KindRef, names []string, fromState bool) ([]*manifest.Resource, map[manifest.ID]time.Time, error) {
+// withSecrets reads the records whose secrets are sealed whole, so that
+// their secret spec fields show as [redacted] (that needs the passphrase).
+func (s *session) gather(ctx context.Context, a *app, kr registry.KindRef, names []string, fromState, withSecrets bool) ([]*manifest.Resource, map[manifest.ID]time.Time, error) {
 	apiVersion := apiVersionOf(kr)
 	idOf := func(name string) manifest.ID {
 		return manifest.ID{APIVersion: apiVersion, Kind: kr.Kind.Kind, Name: name}
 	}
-	recs, err := listRecords(ctx, s.store, state.Filter{Provider: kr.Provider, Kind: kr.Kind.Kind})
+	recs, sealed, err := listRecordsSealed(ctx, s.store, state.Filter{Provider: kr.Provider, Kind: kr.Kind.Kind})
 	if err != nil {
 		return nil, nil, err
+	}
+	all := len(names) == 0
+	var errs []error
+	var unreadable map[string]bool // records that could not be opened: not shown at all
+	if withSecrets {
+		recs, unreadable = s.openSealed(ctx, recs, sealed, names, &errs)
+		names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return unreadable[n] })
 	}
 	byName := make(map[string]*state.Record, len(recs))
 	ages := make(map[manifest.ID]time.Time, len(recs))
@@ -100,8 +115,7 @@ func (s *session) gather(ctx context.Context, a *app, kr registry.KindRef, names
 		ages[idOf(r.Name)] = r.CreatedAt
 	}
 
-	var errs []error
-	if len(names) == 0 {
+	if all {
 		names = make([]string, 0, len(recs))
 		for _, r := range recs {
 			names = append(names, r.Name)
@@ -116,7 +130,7 @@ func (s *session) gather(ctx context.Context, a *app, kr registry.KindRef, names
 			// others are shown as listed.
 			var others []*manifest.Resource
 			for _, l := range live {
-				if byName[l.Metadata.Name] == nil {
+				if byName[l.Metadata.Name] == nil && !unreadable[l.Metadata.Name] {
 					others = append(others, l)
 				}
 			}
@@ -132,7 +146,7 @@ func (s *session) gather(ctx context.Context, a *app, kr registry.KindRef, names
 	if fromState {
 		for _, n := range names {
 			if rec := byName[n]; rec != nil {
-				rs = append(rs, rec.Resource())
+				rs = append(rs, output.Recorded(rec))
 			} else {
 				errs = append(errs, errcode.New(errcode.NotFound, fmt.Sprintf("%s is not recorded in the state", idOf(n).Short())))
 			}
@@ -172,11 +186,11 @@ func (s *session) readRecorded(ctx context.Context, recs []*state.Record, idOf f
 			case err == nil && rec.Generation == 0:
 				out[i] = live
 			case err == nil:
-				r := rec.Resource()
+				r := output.Recorded(rec)
 				r.Status = live.Status
 				out[i] = r
 			case errcode.Is(err, errcode.NotFound) && rec.Generation != 0:
-				r := rec.Resource()
+				r := output.Recorded(rec)
 				r.Status = nil
 				out[i] = r
 				fail[i] = errGone
@@ -222,21 +236,57 @@ func (a *app) warnGone(ids []manifest.ID) {
 // allows it (a RawStore): listing needs no passphrase and costs no key
 // derivation, and nothing shown by get or state list holds a secret.
 func listRecords(ctx context.Context, st state.Store, f state.Filter) ([]*state.Record, error) {
+	recs, _, err := listRecordsSealed(ctx, st, f)
+	return recs, err
+}
+
+// listRecordsSealed is listRecords that also returns the IDs of the
+// records whose secrets it left sealed (their Secrets are nil).
+func listRecordsSealed(ctx context.Context, st state.Store, f state.Filter) ([]*state.Record, map[manifest.ID]bool, error) {
 	raw, ok := st.(state.RawStore)
 	if !ok {
-		return st.List(ctx, f)
+		recs, err := st.List(ctx, f)
+		return recs, nil, err
 	}
 	all, err := raw.ExportRaw(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []*state.Record
+	sealed := map[manifest.ID]bool{}
 	for _, rr := range all {
 		if rr.Record != nil && f.Match(rr.Record) {
 			out = append(out, rr.Record)
+			if rr.Sealed != nil {
+				sealed[rr.Record.ID()] = true
+			}
 		}
 	}
-	return out, nil
+	return out, sealed, nil
+}
+
+// openSealed replaces the records in sealed (those of names, or all when
+// names is empty) by the records read whole, secrets opened. A record
+// that cannot be read is left out, its name returned and its error added
+// to errs: shown without its secrets, it would lose them when applied
+// again.
+func (s *session) openSealed(ctx context.Context, recs []*state.Record, sealed map[manifest.ID]bool, names []string, errs *[]error) ([]*state.Record, map[string]bool) {
+	out := make([]*state.Record, 0, len(recs))
+	unreadable := map[string]bool{}
+	for _, r := range recs {
+		if !sealed[r.ID()] || len(names) > 0 && !slices.Contains(names, r.Name) {
+			out = append(out, r)
+			continue
+		}
+		full, err := s.store.Get(ctx, r.ID())
+		if err != nil {
+			*errs = append(*errs, err)
+			unreadable[r.Name] = true
+			continue
+		}
+		out = append(out, full)
+	}
+	return out, unreadable
 }
 
 func (a *app) describeCmd() *cobra.Command {
@@ -260,12 +310,18 @@ func (a *app) describeCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			rec, err := s.store.Get(ctx, id)
-			if err != nil && !errcode.Is(err, errcode.NotFound) {
-				return err
-			}
-			if err != nil {
-				rec = nil
+			// A name that is not a valid manifest name (a template's
+			// "ubuntu-24.04-cloud") is never recorded; the state would
+			// refuse to look it up.
+			var rec *state.Record
+			if id.Validate() == nil {
+				r, err := s.store.Get(ctx, id)
+				switch {
+				case err == nil:
+					rec = r
+				case !errcode.Is(err, errcode.NotFound):
+					return err
+				}
 			}
 			live, err := s.engine.Get(ctx, id)
 			switch {

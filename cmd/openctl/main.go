@@ -21,8 +21,9 @@ import (
 )
 
 func main() {
-	ctx, stop := notifyContext(context.Background(), os.Stderr)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stderr := newSwitchWriter(os.Stderr)
+	ctx, stop := notifyContext(context.Background(), stderr)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, stderr)
 	stop()
 	os.Exit(code)
 }

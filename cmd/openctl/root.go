@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -36,8 +37,9 @@ const exitCodesHelp = `Exit codes:
 // app holds what every command shares: the streams, the global flags and
 // what they lead to. It lives for one run.
 type app struct {
-	stdin          io.Reader
-	stdout, stderr io.Writer
+	stdin  io.Reader
+	stdout io.Writer
+	stderr *switchWriter
 
 	// Global flags.
 	configPath  string
@@ -80,8 +82,10 @@ func usagef(format string, args ...any) error {
 
 // run executes the command line args and returns the process exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, log: slog.New(slog.DiscardHandler)}
+	a := &app{stdin: stdin, stdout: stdout, stderr: newSwitchWriter(stderr), log: slog.New(slog.DiscardHandler)}
 	root := a.rootCmd()
+	root.InitDefaultCompletionCmd(args...)
+	requireSubcommand(root)
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -104,6 +108,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return code
 }
 
+// requireSubcommand makes every command below root that only groups
+// subcommands (state, config, proxmox, completion) refuse an unknown one
+// as a usage error, and print its help when given none. (Cobra itself
+// prints the help and succeeds, so "openctl proxmox restart vm x" would
+// exit 0 having done nothing.)
+func requireSubcommand(root *cobra.Command) {
+	for _, c := range root.Commands() {
+		if !c.Runnable() && c.HasSubCommands() {
+			c.Args = cobra.NoArgs
+			c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		}
+		requireSubcommand(c)
+	}
+}
+
 // exitCode maps the error a command returned to the process exit code:
 // see exitCodesHelp.
 func exitCode(ctx context.Context, err error) int {
@@ -113,6 +132,11 @@ func exitCode(ctx context.Context, err error) int {
 	var intr *interrupted
 	if errors.As(context.Cause(ctx), &intr) {
 		return intr.exitCode()
+	}
+	if errors.Is(err, syscall.EPIPE) {
+		// The reader of standard output went away ("| head"): the
+		// shell's code for SIGPIPE, as an uncaught one would give.
+		return 128 + int(syscall.SIGPIPE)
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
@@ -128,7 +152,7 @@ func exitCode(ctx context.Context, err error) int {
 // errorMessage is what run prints for err, "" for nothing.
 func errorMessage(err error) string {
 	var ee *exitError
-	if err == nil || errors.As(err, &ee) && ee.err == nil {
+	if err == nil || errors.As(err, &ee) && ee.err == nil || errors.Is(err, syscall.EPIPE) {
 		return ""
 	}
 	return strings.TrimRight(err.Error(), "\n")

@@ -35,7 +35,13 @@ func (e *interrupted) exitCode() int {
 // lock is released. After it the signals have their default effect
 // again, so a second Ctrl-C ends the process at once. stop releases the
 // signal handler.
+//
+// SIGPIPE is ignored from then on: when standard output is a pipe whose
+// reader went away ("openctl apply ... | head"), writes to it fail instead
+// of killing the process in the middle of its work with the state lock
+// held; the work goes on to its end.
 func notifyContext(parent context.Context, stderr io.Writer) (ctx context.Context, stop func()) {
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, cancel := context.WithCancelCause(parent)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
