@@ -267,19 +267,13 @@ func afterWrite(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // lock takes the store's lock for op, waiting up to e.lockWait.
 func (e *Engine) lock(ctx context.Context, op string) (func() error, error) {
-	info := state.NewLockInfo(op)
-	deadline := time.Now().Add(e.lockWait)
-	b := newBackoff(100*time.Millisecond, 2*time.Second, 1.5, 0.2)
-	for {
-		unlock, err := e.store.Lock(ctx, state.DefaultScope, info)
-		if err == nil || !errcode.Is(err, errcode.Conflict) || time.Now().After(deadline) {
-			return unlock, err
-		}
+	unlock, err := state.LockWait(ctx, e.store, state.DefaultScope, state.NewLockInfo(op), e.lockWait, func(err error) {
 		e.log.Info("waiting for state lock", "err", err.Error())
-		if wait(ctx, min(b.delay(), time.Until(deadline)+time.Millisecond)) != nil {
-			return nil, fmt.Errorf("%w (waiting for the state lock: %v)", context.Cause(ctx), err)
-		}
+	})
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("%w (%v)", context.Cause(ctx), err)
 	}
+	return unlock, err
 }
 
 // Validate checks resources the way Apply and Plan do before they touch

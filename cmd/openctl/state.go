@@ -245,7 +245,7 @@ the provider can (it hands the existing resource to the provider).`,
 				return err
 			}
 			defer s.close()
-			unlock, err := lockStore(ctx, s.store, "state rm", lockWait)
+			unlock, err := state.LockWait(ctx, s.store, state.DefaultScope, state.NewLockInfo("state rm"), lockWait, nil)
 			if err != nil {
 				return err
 			}
@@ -275,25 +275,6 @@ the provider can (it hands the existing resource to the provider).`,
 	}
 	cmd.Flags().DurationVar(&lockWait, "lock-wait", 0, "how long to wait for a state lock held by another openctl")
 	return cmd
-}
-
-// lockStore takes the store's lock as the engine does, waiting up to wait
-// for another holder.
-func lockStore(ctx context.Context, st state.Store, op string, wait time.Duration) (func() error, error) {
-	deadline := time.Now().Add(wait)
-	delay := 100 * time.Millisecond
-	for {
-		unlock, err := st.Lock(ctx, state.DefaultScope, state.NewLockInfo(op))
-		if err == nil || !errcode.Is(err, errcode.Conflict) || time.Now().After(deadline) {
-			return unlock, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		case <-time.After(min(delay, time.Until(deadline)+time.Millisecond)):
-		}
-		delay = min(2*delay, 2*time.Second)
-	}
 }
 
 // forceUnlocker is implemented by the stores whose locks can outlive their
