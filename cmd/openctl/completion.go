@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/openctl/openctl"
 	"github.com/openctl/openctl/state"
 )
 
@@ -76,7 +77,7 @@ func (a *app) recordsForCompletion(ctx context.Context, f state.Filter) []*state
 		return nil
 	}
 	defer s.close()
-	recs, err := listRecords(ctx, s.store, f)
+	recs, err := openctl.ListRecords(ctx, s.store, f)
 	if err != nil {
 		return nil
 	}

@@ -1,21 +1,16 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/output"
-	"github.com/openctl/openctl/registry"
-	"github.com/openctl/openctl/state"
 )
 
 func (a *app) getCmd() *cobra.Command {
@@ -50,7 +45,7 @@ provider configuration.`,
 			if err != nil {
 				return &usageError{err: fmt.Errorf("-o: %w", err)}
 			}
-			sel, err := parseSelector(labels)
+			sel, err := manifest.ParseSelector(labels)
 			if err != nil {
 				return usagef("-l: %v", err)
 			}
@@ -64,10 +59,23 @@ provider configuration.`,
 			}
 			defer s.close()
 			// YAML and JSON are fed back to apply: they need the secret
-			// spec fields, as [redacted] (see output.Recorded).
+			// spec fields, as [redacted] (see openctl.Recorded).
 			withSecrets := f == output.YAML || f == output.JSON
-			rs, ages, err := s.gather(cmd.Context(), a, kr, args[1:], fromState, withSecrets)
-			rs = slices.DeleteFunc(rs, func(r *manifest.Resource) bool { return !sel.matches(r) })
+			apiVersion := apiVersionOf(kr)
+			inv, err := s.engine.Inventory(cmd.Context(), apiVersion, kr.Kind.Kind, openctl.InventoryOptions{
+				Names:       args[1:],
+				FromState:   fromState,
+				WithSecrets: withSecrets,
+			})
+			var rs []*manifest.Resource
+			ages := map[manifest.ID]time.Time{}
+			if inv != nil {
+				a.warnGone(inv.Gone)
+				rs = slices.DeleteFunc(inv.Resources, func(r *manifest.Resource) bool { return !sel.Matches(r.Metadata.Labels) })
+				for _, rec := range inv.Records {
+					ages[manifest.ID{APIVersion: apiVersion, Kind: kr.Kind.Kind, Name: rec.Name}] = rec.CreatedAt
+				}
+			}
 			if len(rs) == 0 && err != nil {
 				return err // not "No resources found." (or "[]") as well
 			}
@@ -85,208 +93,12 @@ provider configuration.`,
 	return cmd
 }
 
-// gather collects the resources "get" shows: for names, those resources;
-// else every resource of the kind. Resources recorded in the state show
-// the recorded spec and labels with the live status; others the live
-// resource. The creation times come from the state. Problems with single
-// resources are returned joined, after the resources that could be read.
-// withSecrets reads the records whose secrets are sealed whole, so that
-// their secret spec fields show as [redacted] (that needs the passphrase).
-func (s *session) gather(ctx context.Context, a *app, kr registry.KindRef, names []string, fromState, withSecrets bool) ([]*manifest.Resource, map[manifest.ID]time.Time, error) {
-	apiVersion := apiVersionOf(kr)
-	idOf := func(name string) manifest.ID {
-		return manifest.ID{APIVersion: apiVersion, Kind: kr.Kind.Kind, Name: name}
-	}
-	recs, sealed, err := listRecordsSealed(ctx, s.store, state.Filter{Provider: kr.Provider, Kind: kr.Kind.Kind})
-	if err != nil {
-		return nil, nil, err
-	}
-	all := len(names) == 0
-	var errs []error
-	var unreadable map[string]bool // records that could not be opened: not shown at all
-	if withSecrets {
-		recs, unreadable = s.openSealed(ctx, recs, sealed, names, &errs)
-		names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return unreadable[n] })
-	}
-	byName := make(map[string]*state.Record, len(recs))
-	ages := make(map[manifest.ID]time.Time, len(recs))
-	for _, r := range recs {
-		byName[r.Name] = r
-		ages[idOf(r.Name)] = r.CreatedAt
-	}
-
-	if all {
-		names = make([]string, 0, len(recs))
-		for _, r := range recs {
-			names = append(names, r.Name)
-		}
-		if !fromState {
-			live, err := s.engine.List(ctx, apiVersion, kr.Kind.Kind)
-			if err != nil {
-				return nil, nil, err
-			}
-			// Resources openctl applied are read one by one below (List
-			// may report less, such as no guest-agent addresses); the
-			// others are shown as listed.
-			var others []*manifest.Resource
-			for _, l := range live {
-				if byName[l.Metadata.Name] == nil && !unreadable[l.Metadata.Name] {
-					others = append(others, l)
-				}
-			}
-			rs, gone := s.readRecorded(ctx, recs, idOf, &errs)
-			rs = append(rs, others...)
-			slices.SortFunc(rs, func(x, y *manifest.Resource) int { return strings.Compare(x.Metadata.Name, y.Metadata.Name) })
-			a.warnGone(gone)
-			return rs, ages, errors.Join(errs...)
-		}
-	}
-
-	var rs []*manifest.Resource
-	if fromState {
-		for _, n := range names {
-			if rec := byName[n]; rec != nil {
-				rs = append(rs, output.Recorded(rec))
-			} else {
-				errs = append(errs, errcode.New(errcode.NotFound, fmt.Sprintf("%s is not recorded in the state", idOf(n).Short())))
-			}
-		}
-		return rs, ages, errors.Join(errs...)
-	}
-	var wanted []*state.Record
-	for _, n := range names {
-		rec := byName[n]
-		if rec == nil {
-			rec = &state.Record{APIVersion: apiVersion, Kind: kr.Kind.Kind, Name: n} // not recorded: read live only
-		}
-		wanted = append(wanted, rec)
-	}
-	rs, gone := s.readRecorded(ctx, wanted, idOf, &errs)
-	a.warnGone(gone)
-	return rs, ages, errors.Join(errs...)
-}
-
-// readRecorded reads the live resources of recs, several at a time, in
-// the order of recs. A record with a zero Generation is a name that is not
-// in the state: it is shown as the provider reports it, and one that does
-// not exist is a NotFound error. A recorded resource that no longer exists
-// is shown as recorded, without status, and returned in gone.
-func (s *session) readRecorded(ctx context.Context, recs []*state.Record, idOf func(string) manifest.ID, errs *[]error) (rs []*manifest.Resource, gone []manifest.ID) {
-	out := make([]*manifest.Resource, len(recs))
-	fail := make([]error, len(recs))
-	sem := make(chan struct{}, s.concurrency())
-	var wg sync.WaitGroup
-	for i, rec := range recs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			live, err := s.engine.Get(ctx, idOf(rec.Name))
-			switch {
-			case err == nil && rec.Generation == 0:
-				out[i] = live
-			case err == nil:
-				r := output.Recorded(rec)
-				r.Status = live.Status
-				out[i] = r
-			case errcode.Is(err, errcode.NotFound) && rec.Generation != 0:
-				r := output.Recorded(rec)
-				r.Status = nil
-				out[i] = r
-				fail[i] = errGone
-			default:
-				fail[i] = err
-			}
-		}()
-	}
-	wg.Wait()
-	for i, r := range out {
-		switch {
-		case fail[i] == errGone:
-			gone = append(gone, idOf(recs[i].Name))
-		case fail[i] != nil:
-			*errs = append(*errs, fail[i])
-		}
-		if r != nil {
-			rs = append(rs, r)
-		}
-	}
-	return rs, gone
-}
-
-var errGone = errors.New("recorded but gone")
-
-// concurrency is how many provider reads run at once.
-func (s *session) concurrency() int {
-	if s.cfg != nil {
-		return s.cfg.Concurrency()
-	}
-	return 4
-}
-
 // warnGone tells the user about resources the state records but the
 // provider does not have.
 func (a *app) warnGone(ids []manifest.ID) {
 	for _, id := range ids {
 		fmt.Fprintf(a.stderr, "openctl: warning: %s is recorded in the state but does not exist: apply creates it again, \"openctl state rm %s\" forgets it\n", id.Short(), id.Short())
 	}
-}
-
-// listRecords lists records without opening their secrets where the store
-// allows it (a RawStore): listing needs no passphrase and costs no key
-// derivation, and nothing shown by get or state list holds a secret.
-func listRecords(ctx context.Context, st state.Store, f state.Filter) ([]*state.Record, error) {
-	recs, _, err := listRecordsSealed(ctx, st, f)
-	return recs, err
-}
-
-// listRecordsSealed is listRecords that also returns the IDs of the
-// records whose secrets it left sealed (their Secrets are nil).
-func listRecordsSealed(ctx context.Context, st state.Store, f state.Filter) ([]*state.Record, map[manifest.ID]bool, error) {
-	raw, ok := st.(state.RawStore)
-	if !ok {
-		recs, err := st.List(ctx, f)
-		return recs, nil, err
-	}
-	all, err := raw.ExportRaw(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	var out []*state.Record
-	sealed := map[manifest.ID]bool{}
-	for _, rr := range all {
-		if rr.Record != nil && f.Match(rr.Record) {
-			out = append(out, rr.Record)
-			if rr.Sealed != nil {
-				sealed[rr.Record.ID()] = true
-			}
-		}
-	}
-	return out, sealed, nil
-}
-
-// openSealed replaces the records in sealed (those of names, or all when
-// names is empty) by the records read whole, secrets opened. A record
-// that cannot be read is left out, its name returned and its error added
-// to errs: shown without its secrets, it would lose them when applied
-// again.
-func (s *session) openSealed(ctx context.Context, recs []*state.Record, sealed map[manifest.ID]bool, names []string, errs *[]error) ([]*state.Record, map[string]bool) {
-	out := make([]*state.Record, 0, len(recs))
-	unreadable := map[string]bool{}
-	for _, r := range recs {
-		if !sealed[r.ID()] || len(names) > 0 && !slices.Contains(names, r.Name) {
-			out = append(out, r)
-			continue
-		}
-		full, err := s.store.Get(ctx, r.ID())
-		if err != nil {
-			*errs = append(*errs, err)
-			unreadable[r.Name] = true
-			continue
-		}
-		out = append(out, full)
-	}
-	return out, unreadable
 }
 
 func (a *app) describeCmd() *cobra.Command {
@@ -310,33 +122,18 @@ func (a *app) describeCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			// A name that is not a valid manifest name (a template's
-			// "ubuntu-24.04-cloud") is never recorded; the state would
-			// refuse to look it up.
-			var rec *state.Record
-			if id.Validate() == nil {
-				r, err := s.store.Get(ctx, id)
-				switch {
-				case err == nil:
-					rec = r
-				case !errcode.Is(err, errcode.NotFound):
-					return err
-				}
-			}
-			live, err := s.engine.Get(ctx, id)
-			switch {
-			case err == nil:
-			case errcode.Is(err, errcode.NotFound) && rec != nil:
-				a.warnGone([]manifest.ID{id})
-				live = rec.Resource()
-			default:
+			found, err := s.engine.Lookup(ctx, id)
+			if err != nil {
 				return err
 			}
-			opts := output.Options{Kind: kr.Kind}
-			if rec != nil {
-				opts.Ages = map[manifest.ID]time.Time{id: rec.CreatedAt}
+			if found.Gone {
+				a.warnGone([]manifest.ID{id})
 			}
-			return output.Describe(a.stdout, live, rec, opts)
+			opts := output.Options{Kind: kr.Kind}
+			if found.Record != nil {
+				opts.Ages = map[manifest.ID]time.Time{id: found.Record.CreatedAt}
+			}
+			return output.Describe(a.stdout, found.Resource, found.Record, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&sandbox, "sandbox", false, "run against a built-in Proxmox VE simulator with in-memory state")

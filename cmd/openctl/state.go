@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/openctl/openctl"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/output"
@@ -72,7 +73,7 @@ opens no secret: it needs no passphrase.`,
 				return err
 			}
 			defer s.close()
-			recs, err := listRecords(cmd.Context(), s.store, f)
+			recs, err := openctl.ListRecords(cmd.Context(), s.store, f)
 			if err != nil {
 				return err
 			}
@@ -250,7 +251,7 @@ the provider can (it hands the existing resource to the provider).`,
 				return err
 			}
 			defer unlock()
-			recs, err := listRecords(ctx, s.store, state.Filter{})
+			recs, err := openctl.ListRecords(ctx, s.store, state.Filter{})
 			if err != nil {
 				return err
 			}
