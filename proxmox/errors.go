@@ -20,6 +20,10 @@ var permissionRe = regexp.MustCompile(`Permission check failed \(([^,)]+), ([^)]
 // that is busy rather than a request that is wrong.
 var transientRe = regexp.MustCompile(`(?i)can't lock file|got timeout|VM is locked \((clone|create|migrate|backup|snapshot|snapshot-delete|rollback)\)|config file already exists|no such task|temporarily unavailable|connection refused|connection reset`)
 
+// permanentRe matches Proxmox 5xx messages that describe a request that
+// can never succeed as it stands: retrying them only delays the answer.
+var permanentRe = regexp.MustCompile(`(?i)protection mode|is protected|not supported|you can't|no such storage|storage '[^']*' does not exist|unable to parse|shrinking disks|only grow|uses local storage|is a template`)
+
 // classify gives err an errcode classification the engine can act on:
 // Unauthorized for 401/403 (naming the missing privilege) and TLS
 // verification failures, NotFound for missing objects, Transient for lock
@@ -47,6 +51,8 @@ func classify(err error) error {
 			return errcode.Wrap(errcode.Transient, "", err)
 		case pve.IsNotFound(err):
 			return errcode.Wrap(errcode.NotFound, "", err)
+		case permanentRe.MatchString(apiErr.Message) || permanentRe.MatchString(apiErr.Status):
+			return errcode.Wrap(errcode.Invalid, "Proxmox refused the request", err)
 		case apiErr.StatusCode == http.StatusBadRequest:
 			return errcode.Wrap(errcode.Invalid, "Proxmox rejected the request", err)
 		case apiErr.StatusCode == http.StatusTooManyRequests || apiErr.StatusCode >= 500:
