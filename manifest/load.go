@@ -38,6 +38,7 @@ type LoadOptions struct {
 func Load(paths []string, opts LoadOptions) ([]*Resource, error) {
 	var errs errorList
 	var rs []*Resource
+	seen := map[string]bool{}
 	decode := func(data []byte, file string) {
 		rs = append(rs, decodeInto(data, file, &errs)...)
 	}
@@ -65,6 +66,15 @@ func Load(paths []string, opts LoadOptions) ([]*Resource, error) {
 			files = manifestFiles(p, opts.Recursive, &errs)
 		}
 		for _, f := range files {
+			// The same file reached twice ("-f dir -f dir/sub -R", or a
+			// file named twice) is read once: it holds the same
+			// resources, not duplicates of them.
+			if abs, err := filepath.Abs(f); err == nil {
+				if seen[abs] {
+					continue
+				}
+				seen[abs] = true
+			}
 			data, err := readFile(f)
 			if err != nil {
 				errs.add(ioError(f, err))

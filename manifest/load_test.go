@@ -179,3 +179,12 @@ func TestCheckDuplicates(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadSameFileTwice: a file reached through two paths ("-f dir -f
+// dir/sub -R", or named twice) is read once, not reported as duplicates.
+func TestLoadSameFileTwice(t *testing.T) {
+	dir := writeTree(t, map[string]string{"a.yaml": vmYAML("a"), "sub/b.yaml": vmYAML("b")})
+	rs, err := manifest.Load([]string{dir, filepath.Join(dir, "sub"), filepath.Join(dir, "a.yaml")}, manifest.LoadOptions{Recursive: true})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b"}, names(rs))
+}
