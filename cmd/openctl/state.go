@@ -82,7 +82,7 @@ opens no secret: it needs no passphrase.`,
 				return printRecords(a.stdout, a.stderr, recs, time.Now())
 			case "name":
 				for _, r := range recs {
-					fmt.Fprintln(a.stdout, r.ID().Short())
+					fmt.Fprintln(a.stdout, output.NameOf(r.ID()))
 				}
 				return nil
 			case "json", "yaml":
