@@ -135,19 +135,29 @@ func (e *Engine) deleteOne(ctx context.Context, n *node, p *progress) error {
 	ctx = registry.WithStepReporter(ctx, func(step string) {
 		e.emit(Event{Type: EventStep, ID: id, Op: "delete", Step: step})
 	})
-	attempts, err := e.retry.retry(ctx, e.onRetry(id, "delete"), func() error {
-		return e.safe("delete", id, func() error { return n.prov.Delete(ctx, id) })
-	})
-	p.attempts = attempts
-	if err != nil {
-		return fmt.Errorf("openctl: delete %s: %w", id.Short(), err)
+	// A resource that is already gone is reported as unchanged, not as
+	// deleted: nothing was deleted.
+	outcome := OutcomeDeleted
+	if _, err := e.get(ctx, n, e.onRetry(id, "delete")); errcode.Is(err, errcode.NotFound) {
+		outcome = OutcomeUnchanged
+		e.log.Info("already absent", "resource", id.String())
+	} else {
+		attempts, err := e.retry.retry(ctx, e.onRetry(id, "delete"), func() error {
+			return e.safe("delete", id, func() error { return n.prov.Delete(ctx, id) })
+		})
+		p.attempts = attempts
+		if err != nil {
+			return fmt.Errorf("openctl: delete %s: %w", id.Short(), err)
+		}
 	}
 	wctx, cancel := afterWrite(ctx) // it is gone: forget it even if ctx was cancelled meanwhile
 	defer cancel()
 	if err := e.store.Delete(wctx, id); err != nil {
 		return fmt.Errorf("openctl: delete %s: forget state: %w", id.Short(), err)
 	}
-	p.outcome = OutcomeDeleted
-	e.log.Info("deleted", "resource", id.String())
+	p.outcome = outcome
+	if outcome == OutcomeDeleted {
+		e.log.Info("deleted", "resource", id.String())
+	}
 	return nil
 }

@@ -247,3 +247,21 @@ func TestRedactedSpecSecretKeepsTheSealedValue(t *testing.T) {
 	assert.True(t, errcode.Is(err, errcode.Invalid), "%v", err)
 	assert.Contains(t, err.Error(), "spec.auth.password")
 }
+
+// TestDeleteOfAbsentResourceIsUnchanged: deleting what does not exist is
+// not an error, and is not reported as deleted either.
+func TestDeleteOfAbsentResourceIsUnchanged(t *testing.T) {
+	p := newTestProvider()
+	e := newEngine(t, p)
+	ctx := t.Context()
+	_, err := e.Apply(ctx, thing("a", nil))
+	require.NoError(t, err)
+	rep, err := e.Delete(ctx, thingID("a"), thingID("never"))
+	require.NoError(t, err)
+	a, _ := rep.Result(thingID("a"))
+	never, _ := rep.Result(thingID("never"))
+	assert.Equal(t, openctl.OutcomeDeleted, a.Outcome)
+	assert.Equal(t, openctl.OutcomeUnchanged, never.Outcome)
+	_, err = e.Store().Get(ctx, thingID("a"))
+	assert.True(t, errcode.Is(err, errcode.NotFound))
+}
