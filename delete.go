@@ -20,7 +20,8 @@ import (
 // naming the owner) unless the owner is deleted in the same call. Deletes
 // run in reverse dependency order — a resource is deleted before the
 // resources its $refs point at — independent ones in parallel. A resource
-// that is already gone is not an error.
+// that is already gone is not an error: its result is OutcomeUnchanged (and
+// its record, if any, is forgotten).
 func (e *Engine) Delete(ctx context.Context, ids ...manifest.ID) (*Report, error) {
 	var errs []error
 	for _, id := range ids {
