@@ -62,3 +62,25 @@ func TestFailedTaskCarriesItsLog(t *testing.T) {
 	assert.False(t, errcode.Is(err, errcode.Transient))
 	assert.Empty(t, guests(e.srv))
 }
+
+// TestBrokenContextDoesNotBreakTheOthers: a context whose token file is
+// missing fails only the resources that name it.
+func TestBrokenContextDoesNotBreakTheOthers(t *testing.T) {
+	lab := proxmoxtest.NewTestServer(t, proxmoxtest.WithLatencies(fastLatencies))
+	id, sec := lab.Token()
+	p, err := proxmox.New(proxmox.Config{DefaultContext: "lab", Contexts: map[string]proxmox.Context{
+		"lab":  {Endpoint: lab.URL(), TokenID: id, TokenSecret: secret.New(sec), Fingerprint: lab.Fingerprint()},
+		"prod": {Endpoint: "https://pve.prod:8006", TokenID: id, TokenSecretFile: t.TempDir() + "/missing.token", Fingerprint: lab.Fingerprint()},
+	}}, fastOpts...)
+	require.NoError(t, err)
+	ctx := ctxT(t)
+	_, err = p.Apply(ctx, vm("a", nil))
+	require.NoError(t, err)
+	_, err = p.Apply(ctx, vm("b", map[string]any{"context": "prod"}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "missing.token")
+	assert.ErrorContains(t, p.Ping(ctx), "missing.token")
+	vms, err := p.List(ctx, "VirtualMachine")
+	require.NoError(t, err)
+	assert.Len(t, vms, 1)
+}

@@ -51,6 +51,9 @@ type Provider struct {
 	// clone task instead of cloning again, and finishes the VM as new.
 	// Guarded by mu.
 	unfinished map[string]unfinishedVM
+	// broken holds the contexts that could not be set up (not the
+	// default, which fails New), with why.
+	broken map[string]error
 	// cloning holds "context/vmid" of the clones this provider has in
 	// flight, so that only others' clones are waited for.
 	cloning map[string]bool
@@ -121,7 +124,7 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	p := &Provider{
 		cfg: cfg, conns: map[string]*conn{}, log: log, tune: defaultTuning(),
 		where: map[string]string{}, sched: map[string]*scheduler{}, reserved: map[string]int{}, tmpls: map[string]tmplCacheEntry{},
-		tmplMu: map[string]*sync.Mutex{}, expect: map[string]time.Duration{}, unfinished: map[string]unfinishedVM{}, cloning: map[string]bool{},
+		tmplMu: map[string]*sync.Mutex{}, expect: map[string]time.Duration{}, unfinished: map[string]unfinishedVM{}, cloning: map[string]bool{}, broken: map[string]error{},
 	}
 	for _, o := range opts {
 		o(&p.tune)
@@ -133,6 +136,14 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	p.order = append(p.order, def)
 	for _, name := range sortedKeys(cfg.Contexts) {
 		c, err := dial(name, cfg.Contexts[name], log)
+		if err != nil && name != def {
+			// A context nobody uses must not break the others (a
+			// missing token file of a lab cluster while working on
+			// prod): its error comes back when a resource names it.
+			log.Warn("proxmox: context unusable; resources naming it will fail", "context", name, "err", err.Error())
+			p.broken[name] = err
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -175,6 +186,9 @@ func (p *Provider) Ping(ctx context.Context) error {
 			errs = append(errs, classify(err)) // verify names the context
 		}
 	}
+	for _, name := range sortedKeys(p.broken) {
+		errs = append(errs, p.broken[name])
+	}
 	return errors.Join(errs...)
 }
 
@@ -202,6 +216,9 @@ func (p *Provider) Client(contextName string) (*pve.Client, error) {
 func (p *Provider) conn(name string) (*conn, error) {
 	name, err := p.cfg.contextName(name)
 	if err != nil {
+		return nil, err
+	}
+	if err := p.broken[name]; err != nil {
 		return nil, err
 	}
 	return p.conns[name], nil
@@ -298,12 +315,12 @@ func (p *Provider) Validate(_ context.Context, r *manifest.Resource) error {
 	if err != nil {
 		return err
 	}
-	name, err := p.cfg.contextName(s.Context)
+	c, err := p.conn(s.Context)
 	if err != nil {
 		return specErr(r, ferr("spec.context", "%v", err))
 	}
 	p.mu.Lock()
-	p.where[r.Metadata.Name] = name
+	p.where[r.Metadata.Name] = c.name
 	p.mu.Unlock()
 	return nil
 }

@@ -98,6 +98,9 @@ func (p *Provider) locate(ctx context.Context, name string) (*conn, *clusterRes,
 	}
 	for _, cn := range order {
 		c := p.conns[cn]
+		if c == nil {
+			return nil, nil, p.broken[cn]
+		}
 		rs, err := p.resources(ctx, c)
 		if err != nil {
 			return nil, nil, err
