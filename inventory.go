@@ -326,8 +326,9 @@ type Found struct {
 // error matching ErrNotFound; one that is recorded but no longer exists is
 // not an error: its Found is Gone. The record is read whole, secrets
 // opened (a sealing store needs its passphrase). A name that is not a
-// valid manifest name (a provider's read-only object, such as a template
-// "ubuntu-24.04-cloud") is never recorded: the state is not asked.
+// valid manifest name (a provider's read-only object named outside
+// openctl, such as a template "Ubuntu-24.04") is never recorded: the state
+// is not asked.
 func (e *Engine) Lookup(ctx context.Context, id manifest.ID) (*Found, error) {
 	f := &Found{}
 	if id.Validate() == nil {

@@ -415,9 +415,10 @@ func TestLookup(t *testing.T) {
 	_, err = e.Lookup(ctx, thingID("nope"))
 	assert.True(t, errors.Is(err, openctl.ErrNotFound), "%v", err)
 
-	// A dotted name is never recorded: the state, which would refuse it,
-	// is not asked.
-	dotted := thingID("ubuntu-24.04")
+	// A name that is not a valid manifest name (Proxmox allows upper case
+	// in names) is never recorded: the state, which would refuse it, is
+	// not asked.
+	dotted := thingID("Ubuntu-24.04")
 	p.Put(thing(dotted.Name, nil))
 	strict := newEngine(t, p, openctl.WithStore(failGetStore{Memory: mem, fail: dotted}))
 	f, err = strict.Lookup(ctx, dotted)

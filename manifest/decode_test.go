@@ -307,7 +307,7 @@ func TestDecodeStrictness(t *testing.T) {
 			{1, 1, "metadata", "missing required field metadata"},
 		}},
 		{"missing name", "apiVersion: proxmox.openctl.io/v1\nkind: VirtualMachine\nmetadata:\n  namespace: x\n", []wantErr{{4, 3, "metadata.name", "missing required field metadata.name"}}},
-		{"bad name", "apiVersion: proxmox.openctl.io/v1\nkind: VirtualMachine\nmetadata:\n  name: Web_01\n", []wantErr{{4, 9, "metadata.name", `name "Web_01" is not a DNS-1123 label`}}},
+		{"bad name", "apiVersion: proxmox.openctl.io/v1\nkind: VirtualMachine\nmetadata:\n  name: Web_01\n", []wantErr{{4, 9, "metadata.name", `name "Web_01" is not a DNS-1123 subdomain`}}},
 		{"empty name", "apiVersion: proxmox.openctl.io/v1\nkind: VirtualMachine\nmetadata:\n  name: ''\n", []wantErr{{4, 9, "metadata.name", "name is empty"}}},
 		{"long name", "apiVersion: proxmox.openctl.io/v1\nkind: VirtualMachine\nmetadata:\n  name: " + strings.Repeat("a", 64) + "\n", []wantErr{{4, 9, "metadata.name", "longer than 63"}}},
 		{"bad namespace", vmHead + "  namespace: Prod\n", []wantErr{{5, 14, "metadata.namespace", `namespace "Prod" is not a DNS-1123 label`}}},
@@ -368,7 +368,7 @@ func TestDecodeStrictness(t *testing.T) {
 			{3, 2, "", "want a map, got an integer"},
 		}},
 		{"JSON duplicate key", "\n{\"apiVersion\": \"proxmox.openctl.io/v1\", \"kind\": \"VirtualMachine\", \"metadata\": {\"name\": \"a\"}, \"kind\": \"X\"}", []wantErr{{2, 94, "kind", `duplicate key "kind" (first at line 2)`}}},
-		{"JSON stream error in second value", "{\"apiVersion\": \"proxmox.openctl.io/v1\", \"kind\": \"VirtualMachine\", \"metadata\": {\"name\": \"a\"}}\n\n  {\"apiVersion\": \"proxmox.openctl.io/v1\", \"kind\": \"VirtualMachine\", \"metadata\": {\"name\": \"B\"}}", []wantErr{{3, 90, "metadata.name", `name "B" is not a DNS-1123 label`}}},
+		{"JSON stream error in second value", "{\"apiVersion\": \"proxmox.openctl.io/v1\", \"kind\": \"VirtualMachine\", \"metadata\": {\"name\": \"a\"}}\n\n  {\"apiVersion\": \"proxmox.openctl.io/v1\", \"kind\": \"VirtualMachine\", \"metadata\": {\"name\": \"B\"}}", []wantErr{{3, 90, "metadata.name", `name "B" is not a DNS-1123 subdomain`}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

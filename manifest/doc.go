@@ -37,8 +37,9 @@
 //
 // The apiVersion has the form <provider>.openctl.io/<version>
 // ([SplitAPIVersion]); the kind is letters and digits starting with an
-// upper-case letter; the name, and the namespace if set, is a DNS-1123
-// label ([ValidateName]). An [ID] — apiVersion, kind and name — identifies
+// upper-case letter; the name is a DNS-1123 subdomain like a Kubernetes
+// object name ("web-01", "web-01.lab"; [ValidateName]) and the namespace,
+// if set, a DNS-1123 label. An [ID] — apiVersion, kind and name — identifies
 // a resource; it is comparable, prints as
 // "proxmox.openctl.io/v1/VirtualMachine/web-01" and [ParseID] reads that
 // back. [ID.Short] gives the "VirtualMachine/web-01" form used in messages.
@@ -94,7 +95,7 @@
 // input), the line and column, the field path ("" for the whole document)
 // and a message, and reads like
 //
-//	cluster.yaml:12:3: metadata.name: name "Web_01" is not a DNS-1123 label (...)
+//	cluster.yaml:12:3: metadata.name: name "Web_01" is not a DNS-1123 subdomain (...)
 //
 // All the problems of an input are reported, as an errors.Join of *Error
 // values sorted by file and line (at most 50, then "... and N more

@@ -36,7 +36,7 @@ spec:
 	// Output:
 	// proxmox.openctl.io/v1/VirtualMachine/web-01 at cluster.yaml:2
 	// k3s.openctl.io/v1/Cluster/prod at cluster.yaml:9
-	// bad.yaml:4:9: metadata.name: name "Web_01" is not a DNS-1123 label (lower-case letters, digits and '-', starting and ending with a letter or digit)
+	// bad.yaml:4:9: metadata.name: name "Web_01" is not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', each part starting and ending with a letter or digit)
 }
 
 func ExampleField() {

@@ -246,14 +246,36 @@ func isKind(s string) bool {
 	return true
 }
 
-// ValidateName checks that name is a DNS-1123 label: at most 63 characters,
-// lower-case letters, digits and '-', starting and ending with a letter or
-// digit.
+// ValidateName checks that name is a DNS-1123 subdomain, as Kubernetes
+// object names are: at most 253 characters of dot-separated DNS-1123 labels
+// (lower-case letters, digits and '-', each starting and ending with a
+// letter or digit, at most 63 characters) — "web-01", "web-01.lab",
+// "ubuntu-24.04-cloud".
 func ValidateName(name string) error {
-	if msg := labelProblem("name", name); msg != "" {
+	if msg := nameProblem(name); msg != "" {
 		return errcode.New(errcode.Invalid, "manifest: "+msg)
 	}
 	return nil
+}
+
+// nameProblem describes why name is not a DNS-1123 subdomain, or returns
+// "".
+func nameProblem(name string) string {
+	switch {
+	case name == "":
+		return "name is empty"
+	case len(name) > 253:
+		return fmt.Sprintf("name %q is longer than 253 characters", name)
+	}
+	for l := range strings.SplitSeq(name, ".") {
+		if len(l) > 63 {
+			return fmt.Sprintf("name %q has a part longer than 63 characters", name)
+		}
+		if !isDNSLabel(l) {
+			return fmt.Sprintf("name %q is not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', each part starting and ending with a letter or digit)", name)
+		}
+	}
+	return ""
 }
 
 // labelProblem describes why s, the value of the field called what, is not

@@ -1,6 +1,7 @@
 package manifest_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,7 +58,7 @@ func TestParseID(t *testing.T) {
 		{"proxmox.openctl.io/v1/VirtualMachine/", "name is empty"},
 		{"proxmox.openctl.io/v1//web-01", "kind is empty"},
 		{"proxmox.openctl.io/v1/vm/web-01", "not a valid kind"},
-		{"proxmox.openctl.io/v1/VirtualMachine/Web", "not a DNS-1123 label"},
+		{"proxmox.openctl.io/v1/VirtualMachine/Web", "not a DNS-1123 subdomain"},
 		{"proxmox.example.io/v1/VirtualMachine/web", "apiVersion"},
 		{"proxmox.openctl.io/1/VirtualMachine/web", "apiVersion"},
 	}
@@ -108,10 +109,10 @@ func TestSplitAPIVersion(t *testing.T) {
 }
 
 func TestValidateName(t *testing.T) {
-	for _, ok := range []string{"a", "web-01", "0", "a-b-c", "x123456789012345678901234567890123456789012345678901234567890ab"} {
+	for _, ok := range []string{"a", "web-01", "0", "a-b-c", "x123456789012345678901234567890123456789012345678901234567890ab", "a.b", "web-01.lab", "ubuntu-24.04-cloud"} {
 		assert.NoError(t, manifest.ValidateName(ok), ok)
 	}
-	for _, bad := range []string{"", "-a", "a-", "A", "a_b", "a.b", "é", "x1234567890123456789012345678901234567890123456789012345678901ab"} {
+	for _, bad := range []string{"", "-a", "a-", "A", "a_b", "é", "x1234567890123456789012345678901234567890123456789012345678901ab", ".a", "a.", "a..b", "a.-b", strings.Repeat("a.", 127) + "a"} {
 		assert.ErrorIs(t, manifest.ValidateName(bad), errcode.Invalid, bad)
 	}
 }

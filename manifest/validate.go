@@ -11,7 +11,7 @@ import (
 // Validate checks a resource the way decoding checks a manifest, for
 // resources built in code: the apiVersion has the form
 // <provider>.openctl.io/<version>, the kind is set and well formed, the name
-// (and the namespace, if set) is a DNS-1123 label, label and annotation keys
+// is a DNS-1123 subdomain (the namespace, if set, a DNS-1123 label), label and annotation keys
 // are not empty, and spec and status hold only normalised values (see
 // [Normalize]; a value Normalize would convert, such as an int, is reported
 // too, since [Field], [Hash] and the encoders expect the normalised form).
@@ -53,7 +53,7 @@ func identityErrors(r *Resource) []*Error {
 	}
 	check("apiVersion", apiVersionProblem(r.APIVersion))
 	check("kind", kindProblem(r.Kind))
-	check("metadata.name", labelProblem("name", r.Metadata.Name))
+	check("metadata.name", nameProblem(r.Metadata.Name))
 	if r.Metadata.Namespace != "" {
 		check("metadata.namespace", labelProblem("namespace", r.Metadata.Namespace))
 	}

@@ -34,7 +34,7 @@ func TestValidate(t *testing.T) {
 		{"empty apiVersion", func(r *manifest.Resource) { r.APIVersion = "" }, []fe{{"apiVersion", "apiVersion is empty"}}},
 		{"empty kind", func(r *manifest.Resource) { r.Kind = "" }, []fe{{"kind", "kind is empty"}}},
 		{"bad kind", func(r *manifest.Resource) { r.Kind = "vm" }, []fe{{"kind", `kind "vm" is not a valid kind`}}},
-		{"bad name", func(r *manifest.Resource) { r.Metadata.Name = "web_01" }, []fe{{"metadata.name", `name "web_01" is not a DNS-1123 label`}}},
+		{"bad name", func(r *manifest.Resource) { r.Metadata.Name = "web_01" }, []fe{{"metadata.name", `name "web_01" is not a DNS-1123 subdomain`}}},
 		{"bad namespace", func(r *manifest.Resource) { r.Metadata.Namespace = "a.b" }, []fe{{"metadata.namespace", `namespace "a.b" is not a DNS-1123 label`}}},
 		{"empty keys", func(r *manifest.Resource) {
 			r.Metadata.Labels[""] = "x"

@@ -188,7 +188,7 @@ func TestCollectMalformed(t *testing.T) {
 		{
 			name:    "bad name",
 			marker:  vmRef("DB_1", ""),
-			wantMsg: `refs: VirtualMachine/web-01 spec.net.ip: $ref target proxmox.openctl.io/v1/VirtualMachine/DB_1 is not a valid resource ID: manifest: name "DB_1" is not a DNS-1123 label (lower-case letters, digits and '-', starting and ending with a letter or digit) (INVALID_REQUEST)`,
+			wantMsg: `refs: VirtualMachine/web-01 spec.net.ip: $ref target proxmox.openctl.io/v1/VirtualMachine/DB_1 is not a valid resource ID: manifest: name "DB_1" is not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', each part starting and ending with a letter or digit) (INVALID_REQUEST)`,
 		},
 		{
 			name:    "bad field path",

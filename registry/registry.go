@@ -49,7 +49,7 @@ func (r *Registry) Register(ps ...Provider) error {
 		switch {
 		case name == "":
 			return errcode.New(errcode.Invalid, fmt.Sprintf("registry: provider %T has an empty name", p))
-		case manifest.ValidateName(name) != nil:
+		case manifest.ValidateName(name) != nil || strings.Contains(name, "."):
 			return errcode.New(errcode.Invalid, fmt.Sprintf("registry: provider name %q is not a DNS-1123 label", name))
 		case r.providers[name] != nil || seen[name]:
 			return errcode.New(errcode.Invalid, fmt.Sprintf("registry: provider %q is already registered", name))

@@ -731,3 +731,27 @@ func TestFileStoreLockScopes(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, u())
 }
+
+// TestFileStoreDottedNames: names are DNS-1123 subdomains ("web-01.lab"),
+// and a dotted name is a file like any other — listed, read and deleted by
+// its whole name, never confused with a shorter one.
+func TestFileStoreDottedNames(t *testing.T) {
+	s := newFileStore(t)
+	ctx := t.Context()
+	for _, name := range []string{"web-01", "web-01.lab", "web-01.lab.yaml"} {
+		_, err := s.Put(ctx, &state.Record{APIVersion: "proxmox.openctl.io/v1", Kind: "VirtualMachine", Name: name, SpecHash: name})
+		require.NoError(t, err, name)
+	}
+	recs, err := s.List(ctx, state.Filter{})
+	require.NoError(t, err)
+	var names []string
+	for _, r := range recs {
+		names = append(names, r.Name)
+		assert.Equal(t, r.Name, r.SpecHash)
+	}
+	assert.ElementsMatch(t, []string{"web-01", "web-01.lab", "web-01.lab.yaml"}, names)
+	require.NoError(t, s.Delete(ctx, manifest.ID{APIVersion: "proxmox.openctl.io/v1", Kind: "VirtualMachine", Name: "web-01.lab"}))
+	recs, err = s.List(ctx, state.Filter{})
+	require.NoError(t, err)
+	assert.Len(t, recs, 2)
+}
