@@ -70,21 +70,7 @@ func (e *Error) Unwrap() []error {
 
 // Errors returns the *Error values in err: err itself, or the errors it
 // joins (see errors.Join), in order. It returns nil if err holds none.
-func Errors(err error) []*Error {
-	switch x := err.(type) {
-	case *Error:
-		return []*Error{x}
-	case interface{ Unwrap() []error }:
-		var out []*Error
-		for _, c := range x.Unwrap() {
-			out = append(out, Errors(c)...)
-		}
-		return out
-	case interface{ Unwrap() error }:
-		return Errors(x.Unwrap())
-	}
-	return nil
-}
+func Errors(err error) []*Error { return errcode.All[*Error](err) }
 
 // Warning is something wrong with a configuration that does not stop it
 // from being used, such as a file holding secrets that others can read:

@@ -133,3 +133,23 @@ func Retryable(err error) bool { return Of(err) == Transient }
 
 // Is reports whether err carries code c; it is errors.Is(err, c).
 func Is(err error, c Code) bool { return errors.Is(err, c) }
+
+// All returns the errors of type T in err's tree, in order: err itself if
+// it is a T, else the Ts found by unwrapping it (through errors.Join and
+// %w), without looking inside a T. It returns nil if there is none.
+// manifest.Errors and config.Errors are All for their *Error types.
+func All[T error](err error) []T {
+	switch x := err.(type) {
+	case T:
+		return []T{x}
+	case interface{ Unwrap() []error }:
+		var out []T
+		for _, c := range x.Unwrap() {
+			out = append(out, All[T](c)...)
+		}
+		return out
+	case interface{ Unwrap() error }:
+		return All[T](x.Unwrap())
+	}
+	return nil
+}

@@ -50,3 +50,15 @@ func TestErrorIsAndFormat(t *testing.T) {
 	assert.True(t, errcode.Is(fmt.Errorf("a: %w", errcode.Conflict), errcode.Conflict))
 	assert.Len(t, errcode.Codes(), 7)
 }
+
+type testErr struct{ n int }
+
+func (e *testErr) Error() string { return "test error" }
+
+func TestAll(t *testing.T) {
+	a, b, c := &testErr{1}, &testErr{2}, &testErr{3}
+	err := errors.Join(a, fmt.Errorf("wrapped: %w", errors.Join(b, errors.New("other"))), c)
+	assert.Equal(t, []*testErr{a, b, c}, errcode.All[*testErr](err))
+	assert.Nil(t, errcode.All[*testErr](errors.New("none")))
+	assert.Nil(t, errcode.All[*testErr](nil))
+}
