@@ -98,6 +98,20 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		d.fail(n, path, "want a map with the fields %s, got %s", list(names), describe(n))
 		return
 	}
+	d.entries(n, path, func(k, val *yaml.Node, key, fp string) {
+		f, ok := index[key]
+		if !ok {
+			d.fail(k, fp, "unknown field%s (known: %s)", suggest(key, names), list(names))
+			return
+		}
+		d.decode(val, v.Field(f), fp)
+	})
+}
+
+// entries calls fn for each key of the mapping n that is usable and not
+// set twice (reporting those that are not), with the key's field path,
+// after recording where the key is.
+func (d *decoder) entries(n *yaml.Node, path string, fn func(k, val *yaml.Node, key, fp string)) {
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
@@ -112,12 +126,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		}
 		seen[key] = k.Line
 		d.pos[fp] = position{k.Line, k.Column}
-		f, ok := index[key]
-		if !ok {
-			d.fail(k, fp, "unknown field%s (known: %s)", suggest(key, names), list(names))
-			continue
-		}
-		d.decode(val, v.Field(f), fp)
+		fn(k, val, key, fp)
 	}
 }
 
@@ -132,23 +141,10 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
 		v.Set(reflect.MakeMap(v.Type()))
 	}
 	elemType := v.Type().Elem()
-	seen := map[string]int{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, val := n.Content[i], n.Content[i+1]
-		key, ok := d.key(k, path)
-		if !ok {
-			continue
-		}
-		fp := joinPath(path, key)
-		if line, dup := seen[key]; dup {
-			d.fail(k, fp, "set twice (first at line %d)", line)
-			continue
-		}
-		seen[key] = k.Line
-		d.pos[fp] = position{k.Line, k.Column}
+	d.entries(n, path, func(k, val *yaml.Node, key, fp string) {
 		if key == "" {
 			d.fail(k, path, "a name must not be empty")
-			continue
+			return
 		}
 		var elem reflect.Value
 		if elemType.Kind() == reflect.Pointer {
@@ -160,7 +156,7 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
 			d.decode(val, elem, fp)
 		}
 		v.SetMapIndex(reflect.ValueOf(key), elem)
-	}
+	})
 }
 
 // key returns the text of the mapping key k, or reports why it is not a
