@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"path/filepath"
+	"regexp"
+	"strings"
 
+	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/secret"
 	"github.com/openctl/openctl/state"
 	"github.com/openctl/openctl/state/postgres"
@@ -69,4 +73,52 @@ func (c *Config) StateDir() (string, error) {
 	default:
 		return state.DefaultDir()
 	}
+}
+
+// OpenStoreAt opens the state store a location names — "file:DIR" (or
+// "file://DIR") for a file store, a PostgreSQL DSN (postgres://…,
+// postgresql://… or "host=… dbname=…") for a PostgreSQL store — and
+// returns it with the function that releases it; it is how state is
+// migrated between stores (state.Copy). A location that is neither is an
+// errcode.Invalid error that shows it with its password masked.
+func OpenStoreAt(ctx context.Context, location string, opts StoreOptions) (state.Store, func() error, error) {
+	switch {
+	case strings.HasPrefix(location, "file:"):
+		dir := strings.TrimPrefix(strings.TrimPrefix(location, "file:"), "//")
+		if dir == "" {
+			return nil, nil, errcode.New(errcode.Invalid, fmt.Sprintf("config: %q: want file:DIR", location))
+		}
+		st, err := state.OpenFile(dir, state.FileOptions{Passphrase: opts.Passphrase, Logger: opts.Logger})
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, func() error { return nil }, nil
+	case strings.HasPrefix(location, "postgres://"), strings.HasPrefix(location, "postgresql://"), strings.Contains(location, "="):
+		st, err := postgres.Open(ctx, location, postgres.Options{Passphrase: opts.Passphrase, Logger: opts.Logger})
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, st.Close, nil
+	}
+	return nil, nil, errcode.New(errcode.Invalid, fmt.Sprintf("config: cannot tell what store %q is: want a PostgreSQL DSN (postgres://user@host:5432/db or host=... dbname=...) or file:DIR", MaskDSN(location)))
+}
+
+var kvPassword = regexp.MustCompile(`(password\s*=\s*)('[^']*'|\S+)`)
+
+// MaskDSN returns a PostgreSQL DSN (URL or key=value form) with any
+// password replaced by "xxxxx", for messages.
+func MaskDSN(dsn string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "<a DSN that does not parse>"
+		}
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.Redacted()
+	}
+	return kvPassword.ReplaceAllString(dsn, "${1}xxxxx")
 }

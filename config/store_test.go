@@ -129,3 +129,26 @@ func TestOpenStoreBadBackend(t *testing.T) {
 	assert.True(t, errors.Is(err, errcode.Invalid))
 	assert.Contains(t, err.Error(), `state.backend: want file or postgres, got "etcd"`)
 }
+
+func TestMaskDSN(t *testing.T) {
+	assert.Equal(t, "postgres://ann:xxxxx@db:5432/openctl", config.MaskDSN("postgres://ann:s3cret@db:5432/openctl"))
+	assert.Equal(t, "postgres://db/openctl?password=xxxxx", config.MaskDSN("postgres://db/openctl?password=s3cret"))
+	assert.Equal(t, "host=db password=xxxxx dbname=openctl", config.MaskDSN("host=db password=s3cret dbname=openctl"))
+	assert.Equal(t, "host=db password=xxxxx dbname=openctl", config.MaskDSN("host=db password='s3 cret' dbname=openctl"))
+}
+
+func TestOpenStoreAt(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	st, closeFn, err := config.OpenStoreAt(t.Context(), "file:"+dir, config.StoreOptions{})
+	require.NoError(t, err)
+	require.NoError(t, closeFn())
+	fs, ok := st.(*state.FileStore)
+	require.True(t, ok, "%T", st)
+	assert.Equal(t, dir, fs.Dir())
+
+	for _, bad := range []string{"file:", "s3://bucket/state", "state.db"} {
+		_, _, err := config.OpenStoreAt(t.Context(), bad, config.StoreOptions{})
+		require.Error(t, err, bad)
+		assert.True(t, errcode.Is(err, errcode.Invalid), "%v", err)
+	}
+}

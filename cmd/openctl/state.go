@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
-	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,12 +14,12 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/openctl/openctl"
+	"github.com/openctl/openctl/config"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/output"
 	"github.com/openctl/openctl/secret"
 	"github.com/openctl/openctl/state"
-	"github.com/openctl/openctl/state/postgres"
 )
 
 func (a *app) stateCmd() *cobra.Command {
@@ -345,12 +343,12 @@ source is left as it was; point the configuration at the new store
 				srcName string
 			)
 			if from != "" {
-				st, closeSrc, err := a.openDSN(ctx, from)
+				st, closeSrc, err := config.OpenStoreAt(ctx, from, config.StoreOptions{Logger: a.log})
 				if err != nil {
 					return fmt.Errorf("--from: %w", err)
 				}
 				defer closeSrc()
-				src, srcName = st, describeDSN(from)
+				src, srcName = st, config.MaskDSN(from)
 			} else {
 				s, err := a.openStore(ctx)
 				if err != nil {
@@ -359,7 +357,7 @@ source is left as it was; point the configuration at the new store
 				defer s.close()
 				src, srcName = s.store, storeName(s.store)
 			}
-			dst, closeDst, err := a.openDSN(ctx, to)
+			dst, closeDst, err := config.OpenStoreAt(ctx, to, config.StoreOptions{Logger: a.log})
 			if err != nil {
 				return fmt.Errorf("--to: %w", err)
 			}
@@ -373,7 +371,7 @@ source is left as it was; point the configuration at the new store
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "copied %d records from %s to %s\n", n, srcName, describeDSN(to))
+			fmt.Fprintf(a.stdout, "copied %d records from %s to %s\n", n, srcName, config.MaskDSN(to))
 			a.note("openctl: the source is unchanged; point state.dsn or state.dir in the configuration (or $OPENCTL_STATE_DSN) at the new store to use it")
 			return nil
 		},
@@ -383,52 +381,10 @@ source is left as it was; point the configuration at the new store
 	return cmd
 }
 
-// openDSN opens the store a DSN names: file:DIR, or PostgreSQL.
-func (a *app) openDSN(ctx context.Context, dsn string) (state.Store, func() error, error) {
-	switch {
-	case strings.HasPrefix(dsn, "file:"):
-		dir := strings.TrimPrefix(strings.TrimPrefix(dsn, "file:"), "//")
-		if dir == "" {
-			return nil, nil, usagef("%q: want file:DIR", dsn)
-		}
-		st, err := state.OpenFile(dir, state.FileOptions{Logger: a.log})
-		if err != nil {
-			return nil, nil, err
-		}
-		return st, func() error { return nil }, nil
-	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"), strings.Contains(dsn, "="):
-		st, err := postgres.Open(ctx, dsn, postgres.Options{Logger: a.log})
-		if err != nil {
-			return nil, nil, err
-		}
-		return st, st.Close, nil
-	}
-	return nil, nil, usagef("cannot tell what store %q is: want a PostgreSQL DSN (postgres://user@host:5432/db or host=... dbname=...) or file:DIR", describeDSN(dsn))
-}
-
 // storeName names a store for messages, without secrets.
 func storeName(st state.Store) string {
 	if fs, ok := st.(*state.FileStore); ok {
 		return "file:" + fs.Dir()
 	}
 	return fmt.Sprintf("the configured %T store", st)
-}
-
-var kvPassword = regexp.MustCompile(`(password\s*=\s*)('[^']*'|\S+)`)
-
-// describeDSN returns dsn with any password replaced by "xxxxx".
-func describeDSN(dsn string) string {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return "<a DSN that does not parse>"
-		}
-		q := u.Query()
-		if q.Has("password") {
-			q.Set("password", "xxxxx")
-			u.RawQuery = q.Encode()
-		}
-		return u.Redacted()
-	}
-	return kvPassword.ReplaceAllString(dsn, "${1}xxxxx")
 }
