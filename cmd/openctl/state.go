@@ -2,23 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 
 	"github.com/openctl/openctl"
 	"github.com/openctl/openctl/config"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/output"
-	"github.com/openctl/openctl/secret"
 	"github.com/openctl/openctl/state"
 )
 
@@ -77,98 +72,17 @@ opens no secret: it needs no passphrase.`,
 			}
 			switch format {
 			case "", "table":
-				return printRecords(a.stdout, a.stderr, recs, time.Now())
+				return output.PrintRecords(a.stdout, output.Table, recs, output.Options{Empty: a.stderr, Now: time.Now})
 			case "name":
-				for _, r := range recs {
-					fmt.Fprintln(a.stdout, output.NameOf(r.ID()))
-				}
-				return nil
+				return output.PrintRecords(a.stdout, output.Name, recs, output.Options{})
 			case "json", "yaml":
-				return writeRecords(a.stdout, format, recs)
+				return output.PrintRecords(a.stdout, output.Format(format), recs, output.Options{})
 			}
 			return usagef("-o: want table, name, json or yaml, got %q", format)
 		},
 	}
 	cmd.Flags().StringVarP(&format, "output", "o", "table", "output format: table, name, json or yaml")
 	return cmd
-}
-
-// printRecords writes a table of records.
-func printRecords(w, empty io.Writer, recs []*state.Record, now time.Time) error {
-	if len(recs) == 0 {
-		_, err := fmt.Fprintln(empty, "No resources recorded in the state.")
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
-	fmt.Fprintln(tw, "RESOURCE\tAPIVERSION\tGENERATION\tOWNER\tCREATED\tUPDATED")
-	for _, r := range recs {
-		owner := "<none>"
-		if r.Owner != nil {
-			owner = r.Owner.Short()
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.ID().Short(), r.APIVersion, r.Generation, owner,
-			output.Age(now.Sub(r.CreatedAt)), output.Age(now.Sub(r.UpdatedAt)))
-	}
-	return tw.Flush()
-}
-
-// writeRecords writes records as JSON or YAML, secrets left out (a record
-// listed raw has them sealed; one read whole names them, redacted).
-func writeRecords(w io.Writer, format string, recs []*state.Record) error {
-	docs := make([]map[string]any, 0, len(recs))
-	for _, r := range recs {
-		m, err := recordMap(r)
-		if err != nil {
-			return err
-		}
-		docs = append(docs, m)
-	}
-	if format == "json" {
-		var v any = docs
-		if len(docs) == 1 {
-			v = docs[0]
-		}
-		b, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
-	}
-	for i, d := range docs {
-		if i > 0 {
-			fmt.Fprintln(w, "---")
-		}
-		b, err := yaml.Marshal(d)
-		if err != nil {
-			return err
-		}
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// recordMap renders a record as a map, the names of its secret fields
-// with [redacted] values.
-func recordMap(r *state.Record) (map[string]any, error) {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	if len(r.Secrets) > 0 {
-		sec := make(map[string]any, len(r.Secrets))
-		for k := range r.Secrets {
-			sec[k] = secret.Redacted
-		}
-		m["secrets"] = sec
-	}
-	return m, nil
 }
 
 // parseRef reads "KIND/NAME", the kind in any form users type (vm,
@@ -211,7 +125,7 @@ func (a *app) stateShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return writeRecords(a.stdout, format, []*state.Record{rec})
+			return output.PrintRecords(a.stdout, output.Format(format), []*state.Record{rec}, output.Options{})
 		},
 	}
 	cmd.Flags().StringVarP(&format, "output", "o", "yaml", "output format: yaml or json")

@@ -1,0 +1,48 @@
+package output_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/output"
+	"github.com/openctl/openctl/secret"
+	"github.com/openctl/openctl/state"
+)
+
+func TestPrintRecords(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	owner := manifest.ID{APIVersion: "k3s.openctl.io/v1", Kind: "Cluster", Name: "dev"}
+	recs := []*state.Record{
+		{APIVersion: "proxmox.openctl.io/v1", Kind: "VirtualMachine", Name: "web-01", Generation: 2, CreatedAt: now.Add(-3 * time.Hour), UpdatedAt: now.Add(-5 * time.Minute),
+			Secrets: map[string]secret.Secret{"spec.cloudInit.password": secret.New("hunter2")}},
+		{APIVersion: "proxmox.openctl.io/v1", Kind: "VirtualMachine", Name: "cp-0", Generation: 1, Owner: &owner, CreatedAt: now.Add(-time.Hour), UpdatedAt: now.Add(-time.Hour)},
+	}
+	var b bytes.Buffer
+	require.NoError(t, output.PrintRecords(&b, output.Table, recs, output.Options{Now: func() time.Time { return now }}))
+	assert.Equal(t, "RESOURCE                APIVERSION              GENERATION   OWNER         CREATED   UPDATED\n"+
+		"VirtualMachine/web-01   proxmox.openctl.io/v1   2            <none>        3h        5m\n"+
+		"VirtualMachine/cp-0     proxmox.openctl.io/v1   1            Cluster/dev   60m       60m\n", b.String())
+
+	b.Reset()
+	require.NoError(t, output.PrintRecords(&b, output.Name, recs, output.Options{}))
+	assert.Equal(t, "virtualmachine/web-01\nvirtualmachine/cp-0\n", b.String())
+
+	b.Reset()
+	require.NoError(t, output.PrintRecords(&b, output.YAML, recs[:1], output.Options{}))
+	assert.Contains(t, b.String(), "spec.cloudInit.password: '[redacted]'")
+	assert.NotContains(t, b.String(), "hunter2")
+
+	var empty bytes.Buffer
+	b.Reset()
+	require.NoError(t, output.PrintRecords(&b, output.Table, nil, output.Options{Empty: &empty}))
+	assert.Empty(t, b.String())
+	assert.Equal(t, "No resources recorded in the state.\n", empty.String())
+
+	assert.True(t, errcode.Is(output.PrintRecords(&b, output.Wide, recs, output.Options{}), errcode.Invalid))
+}
