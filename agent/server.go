@@ -669,6 +669,8 @@ func (s *Server) audit(next http.Handler) http.Handler {
 			p := recover()
 			if p != nil {
 				if p == http.ErrAbortHandler {
+					// net/http's own signal to drop the connection, not a
+					// bug: hand it back to the server, which expects it.
 					panic(p)
 				}
 				s.log.Error("agent: handler panic", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p))
