@@ -79,7 +79,7 @@ func (e *Engine) Inventory(ctx context.Context, apiVersion, kind string, opts In
 		return nil, fmt.Errorf("openctl: inventory: %w", err)
 	}
 	idOf := func(name string) manifest.ID { return manifest.ID{APIVersion: apiVersion, Kind: kind, Name: name} }
-	recs, sealed, err := listRecordsSealed(ctx, e.store, state.Filter{Provider: group, Kind: kind})
+	recs, sealed, err := listRecordsSealed(ctx, e.store, state.Filter{Group: group, Kind: kind})
 	if err != nil {
 		return nil, err
 	}

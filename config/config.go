@@ -5,12 +5,18 @@ import (
 	"strconv"
 	"strings"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/openctl/openctl/secret"
 )
 
-// Config is a user's openctl configuration: providers and their contexts
-// and credentials, where state is kept, and how applies run. Load and
-// LoadEnv read it; Save writes it back.
+// Config is a user's openctl configuration: the providers' sections,
+// where state is kept, and how applies run. Load and LoadEnv read it;
+// Save writes back the default contexts UseContext chose.
+//
+// A Config knows nothing about any provider: each provider's section,
+// providers.<name>, is handed to that provider's driver as a [Section]
+// (registry.Driver.DecodeConfig).
 //
 // A Config is a plain value: safe for concurrent reads, not for
 // concurrent modification. Its methods other than Save and UseContext
@@ -18,116 +24,50 @@ import (
 type Config struct {
 	// Path is the file the configuration was loaded from, or last saved
 	// to; "" if no file existed.
-	Path string `yaml:"-"`
-	// Providers holds each provider's section by provider name
-	// ("proxmox"). Names other than "proxmox" are kept as they are, for
-	// providers an embedder compiles in.
-	Providers map[string]*Provider `yaml:"providers,omitempty"`
+	Path string
 	// State says where openctl keeps its state.
-	State State `yaml:"state,omitempty"`
+	State State
 	// Apply tunes apply and delete runs.
-	Apply Apply `yaml:"apply,omitempty"`
+	Apply Apply
 
 	// meta is what Load learnt besides the values; see meta.
 	meta meta
 }
 
-// meta holds what Load learnt about a Config besides its values. It is
-// copied by clone and never written by Save.
+// meta holds what Load learnt about a Config besides its values.
 type meta struct {
 	// source is the file Load looked at, whether it existed or not; it is
 	// named in messages and is where Save writes when Path is "".
 	source string
-	// home is $OPENCTL_HOME as LoadEnv's getenv saw it, "" if unset; the
-	// default state directory is under it.
+	// home is openctl's home directory as LoadEnv saw it:
+	// $OPENCTL_HOME, else ~/.openctl; "" if neither is known.
 	home string
+	// getenv is the environment LoadEnv read, for Sections.
+	getenv func(string) string
+	// doc is the file's top-level mapping, nil when there is no file or
+	// it is empty; Save writes it back.
+	doc *yaml.Node
+	// sections are the providers.<name> nodes of doc, by name.
+	sections map[string]*yaml.Node
 	// pos maps field paths to where their keys are in the file, for
 	// messages.
 	pos map[string]position
-	// raw maps the field paths of file paths Load expanded (~, relative
-	// paths) to what the file said, so that Save writes them unchanged.
-	raw map[string]rawPath
-	// env records what the environment overlay changed, so that Save
-	// leaves it out; nil if it changed nothing.
+	// env records what the environment overlay changed; nil if nothing.
 	env *overlay
-	// redacted marks a copy made by Redacted, which Save refuses.
-	redacted bool
 }
-
-// rawPath is a file path as the file wrote it and as Load expanded it.
-type rawPath struct{ file, expanded string }
 
 // position is a place in the configuration file.
 type position struct{ line, column int }
 
-// Provider is one provider's section: its contexts (endpoints), the
-// credentials they use by name, and defaults for resources.
-type Provider struct {
-	// DefaultContext is the context used when neither a resource nor the
-	// command line names one. It may be empty when there is exactly one
-	// context.
-	DefaultContext string `yaml:"default-context,omitempty"`
-	// Contexts are the provider's endpoints, by name.
-	Contexts map[string]*Context `yaml:"contexts,omitempty"`
-	// Credentials are named sets of credentials that contexts refer to.
-	Credentials map[string]*Credentials `yaml:"credentials,omitempty"`
-	// Defaults are provider-specific defaults for resources. The Proxmox
-	// provider knows "storage" and "bridge".
-	Defaults map[string]string `yaml:"defaults,omitempty"`
-}
-
-// Context is one endpoint of a provider.
-type Context struct {
-	// Endpoint is the API URL, e.g. https://pve.lab:8006.
-	Endpoint string `yaml:"endpoint,omitempty"`
-	// Node is the default node for resources that name none.
-	Node string `yaml:"node,omitempty"`
-	// Credentials names an entry of the provider's Credentials.
-	Credentials string `yaml:"credentials,omitempty"`
-	// Fingerprint pins the server certificate's SHA-256 (AB:CD:...).
-	Fingerprint string `yaml:"fingerprint,omitempty"`
-	// CAFile is a PEM file of CA certificates to verify the server with.
-	// Load expands a leading ~/ and makes a relative path relative to the
-	// configuration file's directory.
-	CAFile string `yaml:"caFile,omitempty"`
-	// InsecureSkipVerify turns TLS verification off. Prefer Fingerprint.
-	InsecureSkipVerify bool `yaml:"insecureSkipVerify,omitempty"`
-}
-
-// Credentials are an API token. Exactly one of TokenSecret and
-// TokenSecretFile is set.
-type Credentials struct {
-	// TokenID is the token's id, e.g. root@pam!openctl.
-	TokenID string `yaml:"tokenId,omitempty"`
-	// TokenSecret is the token's secret. It is redacted in every output
-	// but the file Save writes.
-	TokenSecret secret.Secret `yaml:"tokenSecret,omitempty"`
-	// TokenSecretFile is a file holding the token's secret, read when the
-	// provider connects. Load expands a leading ~/ and makes a relative
-	// path relative to the configuration file's directory.
-	TokenSecretFile string `yaml:"tokenSecretFile,omitempty"`
-}
-
-// The state backends.
-const (
-	BackendFile     = "file"
-	BackendPostgres = "postgres"
-)
-
 // State says where openctl keeps its state.
 type State struct {
-	// Backend is BackendFile or BackendPostgres. Empty means postgres if
-	// DSN is set, else file.
-	Backend string `yaml:"backend,omitempty"`
-	// Dir is the file backend's directory; empty means
-	// $OPENCTL_HOME/state or ~/.openctl/state (state.DefaultDir). Load
-	// expands a leading ~/ and makes a relative path relative to the
-	// configuration file's directory.
-	Dir string `yaml:"dir,omitempty"`
-	// DSN names the PostgreSQL database of the postgres backend
-	// (postgres://user:password@host:5432/db). It is a secret: it may
-	// hold a password.
-	DSN secret.Secret `yaml:"dsn,omitempty"`
+	// DSN names the state store: "file:DIR" for the file store (a
+	// leading ~/ is the home directory, a relative DIR is relative to the
+	// configuration file), "postgres://user@host:5432/db" (or a libpq
+	// key=value string) for PostgreSQL. Empty means the file store in
+	// $OPENCTL_HOME/state or ~/.openctl/state; see Config.StateDSN. It is
+	// a secret: it may hold a password.
+	DSN secret.Secret
 }
 
 // DefaultConcurrency is how many resources an apply works on at once when
@@ -141,16 +81,6 @@ type Apply struct {
 	Concurrency int `yaml:"concurrency,omitempty"`
 }
 
-// ContextInfo describes one context, for listings such as
-// `openctl config get-contexts`.
-type ContextInfo struct {
-	Name        string // the context's name
-	Endpoint    string // its API URL
-	Node        string // its default node, if any
-	Credentials string // the name of its credentials
-	Current     bool   // whether it is the default context
-}
-
 // Concurrency returns Apply.Concurrency, or DefaultConcurrency if that is
 // not positive.
 func (c *Config) Concurrency() int {
@@ -160,151 +90,76 @@ func (c *Config) Concurrency() int {
 	return DefaultConcurrency
 }
 
-// StateBackend returns the state backend in use: State.Backend, or when
-// that is empty BackendPostgres if State.DSN is set and BackendFile
-// otherwise.
-func (c *Config) StateBackend() string {
-	switch {
-	case c.State.Backend != "":
-		return c.State.Backend
-	case !c.State.DSN.IsZero():
-		return BackendPostgres
-	default:
-		return BackendFile
+// StateDSN returns the DSN of the state store in use: State.DSN, else the
+// file store in "state" under openctl's home directory ($OPENCTL_HOME as
+// LoadEnv saw it, else ~/.openctl). An error says there is no home
+// directory to default to.
+func (c *Config) StateDSN() (string, error) {
+	if !c.State.DSN.IsZero() {
+		return c.State.DSN.Reveal(), nil
+	}
+	if c.meta.home == "" {
+		return "", &Error{Msg: "no home directory for the state: set state.dsn, " + EnvStateDSN + " or " + EnvHome}
+	}
+	return "file:" + c.meta.home + "/state", nil
+}
+
+// ProviderNames returns the names of the provider sections the file has,
+// sorted.
+func (c *Config) ProviderNames() []string {
+	names := make([]string, 0, len(c.meta.sections))
+	for n := range c.meta.sections {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Section returns the section of the named provider, providers.<name>,
+// for its driver to decode. It is never nil: a file without the section
+// (or no file) gives an empty Section.
+func (c *Config) Section(provider string) *Section {
+	file := c.Path
+	if file == "" {
+		file = c.meta.source
+	}
+	return &Section{
+		name:   provider,
+		file:   file,
+		exists: c.Path != "",
+		node:   c.meta.sections[provider],
+		getenv: c.meta.getenv,
+		pos:    map[string]position{},
 	}
 }
 
-// Contexts lists the contexts of provider, sorted by name; nil if the
-// provider has none. The current context is the provider's
-// DefaultContext, or the only context when there is one and no default.
-func (c *Config) Contexts(provider string) []ContextInfo {
-	p := c.Providers[provider]
-	if p == nil || len(p.Contexts) == 0 {
-		return nil
-	}
-	current := p.DefaultContext
-	if current == "" && len(p.Contexts) == 1 {
-		for name := range p.Contexts {
-			current = name
-		}
-	}
-	out := make([]ContextInfo, 0, len(p.Contexts))
-	for _, name := range sortedKeys(p.Contexts) {
-		info := ContextInfo{Name: name, Current: name == current}
-		if x := p.Contexts[name]; x != nil {
-			info.Endpoint, info.Node, info.Credentials = x.Endpoint, x.Node, x.Credentials
-		}
-		out = append(out, info)
-	}
-	return out
-}
-
-// UseContext makes name the default context of provider. An unknown
-// provider or context is an errcode.Invalid error listing the known ones,
-// and so is the context "env" that the environment overlay defines, which
-// Save would not keep.
+// UseContext makes name the default context of provider in the file
+// (providers.<provider>.default-context), for Save to write. It does not
+// check that the provider has such a context: its driver knows (see
+// registry.DriverConfig.Contexts). A provider the file has no section for
+// is an errcode.Invalid error.
 func (c *Config) UseContext(provider, name string) error {
-	p := c.Providers[provider]
-	if p == nil {
-		return &Error{Msg: "no provider " + quote(provider) + " is configured (providers: " + list(sortedKeys(c.Providers)) + ")"}
+	sec := c.meta.sections[provider]
+	if sec == nil || sec.Kind != yaml.MappingNode {
+		return &Error{File: c.Path, Msg: "no provider " + quote(provider) + " is configured in the file (providers: " + list(c.ProviderNames()) + ")"}
 	}
-	if _, ok := p.Contexts[name]; !ok {
-		return &Error{Field: "providers." + pathKey(provider) + ".contexts", Msg: "no context " + quote(name) + " (contexts: " + list(sortedKeys(p.Contexts)) + ")"}
+	for i := 0; i+1 < len(sec.Content); i += 2 {
+		if sec.Content[i].Value == KeyDefaultContext {
+			sec.Content[i+1] = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name}
+			return nil
+		}
 	}
-	if ov := c.meta.env; ov != nil && ov.proxmox && provider == ProviderProxmox && name == EnvContext && ov.fileCtx == nil {
-		// Save leaves the overlay out: the choice would not be kept.
-		return &Error{Msg: "context " + quote(EnvContext) + " is defined by the environment (" + EnvProxmoxURL + " and the variables with it), not by a file: it is the default while they are set, and cannot be saved as one"}
-	}
-	p.DefaultContext = name
+	sec.Content = append([]*yaml.Node{
+		{Kind: yaml.ScalarNode, Tag: "!!str", Value: KeyDefaultContext},
+		{Kind: yaml.ScalarNode, Tag: "!!str", Value: name},
+	}, sec.Content...)
 	return nil
 }
 
-// Redacted returns a deep copy of c in which every secret that is set
-// holds the text "[redacted]", for showing the configuration
-// (`openctl config view`). Save refuses to write the copy.
-func (c *Config) Redacted() *Config {
-	out := c.clone()
-	red := secret.New(secret.Redacted)
-	for _, p := range out.Providers {
-		if p == nil {
-			continue
-		}
-		for _, cr := range p.Credentials {
-			if cr != nil && !cr.TokenSecret.IsZero() {
-				cr.TokenSecret = red
-			}
-		}
-	}
-	if !out.State.DSN.IsZero() {
-		out.State.DSN = red
-	}
-	out.meta.redacted = true
-	return out
-}
-
-// clone returns a deep copy of c.
-func (c *Config) clone() *Config {
-	out := &Config{Path: c.Path, State: c.State, Apply: c.Apply, meta: c.meta}
-	out.meta.pos = cloneMap(c.meta.pos)
-	out.meta.raw = cloneMap(c.meta.raw)
-	if c.Providers != nil {
-		out.Providers = make(map[string]*Provider, len(c.Providers))
-		for name, p := range c.Providers {
-			out.Providers[name] = p.clone()
-		}
-	}
-	return out
-}
-
-// clone returns a deep copy of p (nil for nil).
-func (p *Provider) clone() *Provider {
-	if p == nil {
-		return nil
-	}
-	out := &Provider{DefaultContext: p.DefaultContext, Defaults: cloneMap(p.Defaults)}
-	if p.Contexts != nil {
-		out.Contexts = make(map[string]*Context, len(p.Contexts))
-		for n, x := range p.Contexts {
-			out.Contexts[n] = clonePtr(x)
-		}
-	}
-	if p.Credentials != nil {
-		out.Credentials = make(map[string]*Credentials, len(p.Credentials))
-		for n, x := range p.Credentials {
-			out.Credentials[n] = clonePtr(x)
-		}
-	}
-	return out
-}
-
-func clonePtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
-}
-
-func cloneMap[K comparable, V any](m map[K]V) map[K]V {
-	if m == nil {
-		return nil
-	}
-	out := make(map[K]V, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-// sortedKeys returns the keys of m, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+// KeyDefaultContext is the key of a provider section that names its
+// default context, in the layout every provider section follows (see the
+// package documentation).
+const KeyDefaultContext = "default-context"
 
 // list renders names for a message: "a, b, c", or "none".
 func list(names []string) string {
@@ -316,3 +171,13 @@ func list(names []string) string {
 
 // quote quotes a name for a message.
 func quote(s string) string { return strconv.Quote(s) }
+
+// sortedKeys returns the keys of m, sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

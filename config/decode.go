@@ -20,9 +20,16 @@ type decoder struct {
 	file string
 	errs []*Error
 	pos  map[string]position // field path → where its key is
+	// expand expands the file paths of fields tagged `openctl:"path"`;
+	// nil leaves them as written.
+	expand func(string) string
 }
 
-var secretType = reflect.TypeFor[secret.Secret]()
+var (
+	secretType = reflect.TypeFor[secret.Secret]()
+	// nodeType fields keep their YAML as it is, for a later decoder.
+	nodeType = reflect.TypeFor[*yaml.Node]()
+)
 
 func (d *decoder) fail(n *yaml.Node, field, format string, args ...any) {
 	d.errs = append(d.errs, &Error{File: d.file, Line: n.Line, Column: n.Column, Field: field, Msg: fmt.Sprintf(format, args...)})
@@ -34,6 +41,10 @@ func (d *decoder) fail(n *yaml.Node, field, format string, args ...any) {
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
+	}
+	if v.Type() == nodeType {
+		v.Set(reflect.ValueOf(n))
+		return
 	}
 	if isNull(n) {
 		v.Set(reflect.Zero(v.Type()))
@@ -105,6 +116,9 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		d.decode(val, v.Field(f), fp)
+		if fv := v.Field(f); d.expand != nil && fv.Kind() == reflect.String && v.Type().Field(f).Tag.Get("openctl") == "path" {
+			fv.SetString(d.expand(fv.String()))
+		}
 	})
 }
 
@@ -147,11 +161,14 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		var elem reflect.Value
-		if elemType.Kind() == reflect.Pointer {
+		switch {
+		case elemType == nodeType:
+			elem = reflect.ValueOf(val)
+		case elemType.Kind() == reflect.Pointer:
 			// "lab:" with nothing under it is an empty entry, not nil.
 			elem = reflect.New(elemType.Elem())
 			d.decode(val, elem.Elem(), fp)
-		} else {
+		default:
 			elem = reflect.New(elemType).Elem()
 			d.decode(val, elem, fp)
 		}

@@ -10,12 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/openctl/openctl/state"
+	"github.com/openctl/openctl/secret"
 )
 
 // The environment variables that say where the configuration is.
@@ -24,7 +25,7 @@ const (
 	EnvConfig = "OPENCTL_CONFIG"
 	// EnvHome moves openctl's home directory (default ~/.openctl): the
 	// configuration file is config.yaml in it, the state directory state.
-	EnvHome = state.EnvHome
+	EnvHome = "OPENCTL_HOME"
 )
 
 // maxFileSize bounds the configuration file Load reads.
@@ -63,34 +64,28 @@ func Load(path string) (*Config, []Warning, error) { return LoadEnv(path, os.Get
 // "". The file is decoded strictly: an unknown field, a key set twice or a
 // value of the wrong type is an error naming the file, line and field
 // path (every problem is reported; see Errors), and the error matches
-// errcode.Invalid. Messages never hold a secret value. In file paths
-// (tokenSecretFile, caFile, state.dir) a leading ~/ is the home directory
-// and a relative path is relative to the file's directory.
+// errcode.Invalid. Messages never hold a secret value. The providers'
+// sections are kept as they are, for their drivers to decode (Section).
 //
 // The warnings say what is risky but usable: a file that holds a secret
-// (tokenSecret, or a dsn with a password) and that group or others can
-// read, or a file others can write.
+// (an inline token secret or password, or a dsn with a password) and that
+// group or others can read, a file others can write, or the old layout of
+// the state section.
 //
 // # Environment overlay
 //
 // For CI, where there is no file, LoadEnv takes these variables over the
 // file:
 //
-//   - OPENCTL_PROXMOX_URL, with OPENCTL_PROXMOX_TOKEN_ID and
-//     OPENCTL_PROXMOX_TOKEN_SECRET (or OPENCTL_PROXMOX_TOKEN_SECRET_FILE),
-//     and optionally OPENCTL_PROXMOX_FINGERPRINT and OPENCTL_PROXMOX_NODE,
-//     define the Proxmox context "env" (and credentials "env"), replacing a
-//     context of that name in the file, and make it the default context.
-//     A URL without a token id or secret, or a token without a URL, is an
-//     error naming the missing variables.
-//   - OPENCTL_STATE_DSN selects the postgres state backend with that DSN.
+//   - OPENCTL_STATE_DSN sets State.DSN.
 //   - OPENCTL_APPLY_CONCURRENCY sets Apply.Concurrency (a positive
 //     integer).
 //   - OPENCTL_HOME moves the default configuration file and the default
 //     state directory.
 //
-// The state passphrase (OPENCTL_STATE_PASSPHRASE, _FILE) is read when a
-// store needs it; see OpenStore. Save never writes what the overlay set.
+// Providers read their own variables (OPENCTL_<NAME>_*) through their
+// drivers. The state passphrase (OPENCTL_STATE_PASSPHRASE, _FILE) is read
+// when a store needs it. Save never writes what the overlay set.
 func LoadEnv(path string, getenv func(string) string) (*Config, []Warning, error) {
 	if getenv == nil {
 		getenv = os.Getenv
@@ -106,9 +101,11 @@ func LoadEnv(path string, getenv func(string) string) (*Config, []Warning, error
 	if err != nil {
 		return nil, warnings, err
 	}
-	c.meta.home = getenv(EnvHome)
-	if c.meta.home != "" {
-		c.meta.home = expandHome(c.meta.home, getenv)
+	c.meta.getenv = getenv
+	if h := getenv(EnvHome); h != "" {
+		c.meta.home = expandHome(h, getenv)
+	} else if h, err := homeDir(getenv); err == nil {
+		c.meta.home = filepath.Join(h, ".openctl")
 	}
 	if err := c.applyEnv(getenv); err != nil {
 		return nil, warnings, err
@@ -142,58 +139,118 @@ func loadFile(path string, getenv func(string) string) (*Config, []Warning, erro
 	if len(data) > maxFileSize {
 		return nil, nil, &Error{File: path, Msg: fmt.Sprintf("larger than %d MiB: not a configuration file", maxFileSize>>20)}
 	}
-	if err := c.decode(path, data); err != nil {
+	c.meta.getenv = getenv
+	warnings, err := c.decode(path, data)
+	if err != nil {
 		return nil, nil, err
 	}
 	c.Path = path
-	c.expandPaths(filepath.Dir(path), getenv)
-	return c, modeWarnings(c, path, st.Mode().Perm()), nil
+	return c, append(warnings, modeWarnings(c, path, st.Mode().Perm())...), nil
+}
+
+// fileConfig is the top level of the file as decode reads it.
+type fileConfig struct {
+	Providers map[string]*yaml.Node `yaml:"providers"`
+	State     fileState             `yaml:"state"`
+	Apply     Apply                 `yaml:"apply"`
+}
+
+// fileState is the state section, with the layout before DSNs (backend,
+// dir) still accepted.
+type fileState struct {
+	DSN     secret.Secret `yaml:"dsn"`
+	Backend string        `yaml:"backend"`
+	Dir     string        `yaml:"dir" openctl:"path"`
 }
 
 // decode decodes data, the contents of file, into c and checks the
-// values that have a fixed set of choices.
-func (c *Config) decode(file string, data []byte) error {
+// values that have a fixed set of choices. It returns a warning when the
+// state section has the layout before DSNs.
+func (c *Config) decode(file string, data []byte) ([]Warning, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil // empty file, or only comments
+			return nil, nil // empty file, or only comments
 		}
-		return syntaxError(file, err)
+		return nil, syntaxError(file, err)
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case err == nil:
-		return &Error{File: file, Line: extra.Line, Msg: "holds more than one YAML document; a configuration is one"}
+		return nil, &Error{File: file, Line: extra.Line, Msg: "holds more than one YAML document; a configuration is one"}
 	case !errors.Is(err, io.EOF):
-		return syntaxError(file, err)
+		return nil, syntaxError(file, err)
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {
-			return nil
+			return nil, nil
 		}
 		root = root.Content[0]
 	}
-	d := &decoder{file: file, pos: c.meta.pos}
-	d.decode(root, reflect.ValueOf(c).Elem(), "")
-	if len(d.errs) == 0 {
-		d.errs = c.check(file)
+	var fc fileConfig
+	d := &decoder{file: file, pos: c.meta.pos, expand: c.expander(file)}
+	d.decode(root, reflect.ValueOf(&fc).Elem(), "")
+	for _, name := range sortedKeys(fc.Providers) {
+		if n := fc.Providers[name]; n != nil && !isNull(n) && n.Kind != yaml.MappingNode {
+			d.fail(n, joinPath("providers", name), "want a map (contexts, credentials, defaults), got %s", describe(n))
+		}
 	}
-	return joinErrors(d.errs)
-}
-
-// check returns the problems with the values that have a fixed set of
-// choices.
-func (c *Config) check(file string) []*Error {
-	var errs []*Error
-	if b := c.State.Backend; b != "" && b != BackendFile && b != BackendPostgres {
-		errs = append(errs, c.errAt(file, "state.backend", fmt.Sprintf("want %s or %s, got %s", BackendFile, BackendPostgres, quote(b))))
+	if len(d.errs) > 0 {
+		return nil, joinErrors(d.errs)
+	}
+	if root.Kind == yaml.MappingNode {
+		c.meta.doc = root
+	}
+	c.meta.sections = fc.Providers
+	c.Apply = fc.Apply
+	c.State.DSN = fc.State.DSN
+	var warnings []Warning
+	if fc.State.Backend != "" || fc.State.Dir != "" {
+		var errs []*Error
+		switch fc.State.Backend {
+		case "", "file":
+			if fc.State.DSN.IsZero() && fc.State.Dir != "" {
+				c.State.DSN = secret.New("file:" + fc.State.Dir)
+			}
+		case "postgres":
+			if fc.State.DSN.IsZero() {
+				errs = append(errs, c.errAt(file, "state.dsn", "required with backend postgres: the PostgreSQL DSN"))
+			}
+		default:
+			errs = append(errs, c.errAt(file, "state.backend", fmt.Sprintf("want file or postgres, got %s", quote(fc.State.Backend))))
+		}
+		if err := joinErrors(errs); err != nil {
+			return nil, err
+		}
+		warnings = append(warnings, Warning(file+": state.backend and state.dir are the old layout: write the store as one DSN, state.dsn: file:DIR or postgres://..."))
 	}
 	if n := c.Apply.Concurrency; n < 0 {
-		errs = append(errs, c.errAt(file, "apply.concurrency", fmt.Sprintf("must not be negative, got %d (0 means the default, %d)", n, DefaultConcurrency)))
+		return nil, c.errAt(file, "apply.concurrency", fmt.Sprintf("must not be negative, got %d (0 means the default, %d)", n, DefaultConcurrency))
 	}
-	return errs
+	if dsn := c.State.DSN.Reveal(); strings.HasPrefix(dsn, "file:") {
+		// A file store's directory is a path like any other in the file.
+		c.State.DSN = secret.New("file:" + c.expander(file)(strings.TrimPrefix(strings.TrimPrefix(dsn, "file:"), "//")))
+	}
+	return warnings, nil
+}
+
+// expander returns the function that expands file paths written in
+// file: ~/ is the home directory, a relative path is relative to the
+// file's directory.
+func (c *Config) expander(file string) func(string) string {
+	dir := filepath.Dir(file)
+	return func(p string) string {
+		if p == "" {
+			return p
+		}
+		v := expandHome(p, c.meta.getenv)
+		if !filepath.IsAbs(v) && !strings.HasPrefix(v, "~") {
+			v = filepath.Join(dir, v)
+		}
+		return v
+	}
 }
 
 // errAt returns an *Error about field, placed where the file has it or,
@@ -221,40 +278,6 @@ func parentPath(p string) string {
 		return p[:i]
 	}
 	return ""
-}
-
-// expandPaths expands ~/ and makes relative paths relative to dir in the
-// file-path fields, remembering what the file said for Save.
-func (c *Config) expandPaths(dir string, getenv func(string) string) {
-	expand := func(field string, p *string) {
-		if *p == "" {
-			return
-		}
-		v := expandHome(*p, getenv)
-		if !filepath.IsAbs(v) && !strings.HasPrefix(v, "~") {
-			v = filepath.Join(dir, v)
-		}
-		if v != *p {
-			if c.meta.raw == nil {
-				c.meta.raw = map[string]rawPath{}
-			}
-			c.meta.raw[field] = rawPath{file: *p, expanded: v}
-			*p = v
-		}
-	}
-	for pname, p := range c.Providers {
-		if p == nil {
-			continue
-		}
-		base := joinPath("providers", pname)
-		for n, x := range p.Contexts {
-			expand(joinPath(joinPath(base, "contexts"), n)+".caFile", &x.CAFile)
-		}
-		for n, x := range p.Credentials {
-			expand(joinPath(joinPath(base, "credentials"), n)+".tokenSecretFile", &x.TokenSecretFile)
-		}
-	}
-	expand("state.dir", &c.State.Dir)
 }
 
 // expandHome replaces a leading "~" or "~/" with the home directory; a path
@@ -310,24 +333,40 @@ func who(perm, group, others fs.FileMode) string {
 	}
 }
 
-// secretsHeld names the kinds of secret c holds inline: "tokenSecret"
-// and "dsn" (a DSN with a password).
+// secretKey matches the keys of provider sections that hold a secret
+// inline: tokenSecret, password, apiKey, ... (not tokenSecretFile).
+var secretKey = regexp.MustCompile(`(?i)(secret|password|passphrase|apikey|token)$`)
+
+// secretsHeld names the secrets c's file holds inline: the provider
+// section keys that name one (tokenSecret, password) and "dsn" (a DSN
+// with a password). Which provider fields are secrets only their drivers
+// know; for this warning the key's name is enough.
 func (c *Config) secretsHeld() []string {
+	seen := map[string]bool{}
 	var held []string
-	for _, p := range c.Providers {
-		if p == nil {
-			continue
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n == nil {
+			return
 		}
-		found := false
-		for _, cr := range p.Credentials {
-			if cr != nil && !cr.TokenSecret.IsZero() {
-				found = true
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				if v.Kind == yaml.ScalarNode && v.Value != "" && !isNull(v) && secretKey.MatchString(k.Value) && !seen[k.Value] {
+					seen[k.Value] = true
+					held = append(held, k.Value)
+				}
+				walk(v)
 			}
 		}
-		if found {
-			held = append(held, "tokenSecret")
-			break
+		for _, x := range n.Content {
+			if n.Kind != yaml.MappingNode {
+				walk(x)
+			}
 		}
+	}
+	for _, name := range c.ProviderNames() {
+		walk(c.meta.sections[name])
 	}
 	if dsnHasPassword(c.State.DSN.Reveal()) {
 		held = append(held, "dsn")

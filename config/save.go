@@ -7,47 +7,18 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// The file types Save encodes: the configuration types with secrets as
-// plain strings, because secret.Secret redacts itself in YAML.
-type (
-	fileConfig struct {
-		Providers map[string]*fileProvider `yaml:"providers,omitempty"`
-		State     fileState                `yaml:"state,omitempty"`
-		Apply     Apply                    `yaml:"apply,omitempty"`
-	}
-	fileProvider struct {
-		DefaultContext string                      `yaml:"default-context,omitempty"`
-		Contexts       map[string]*Context         `yaml:"contexts,omitempty"`
-		Credentials    map[string]*fileCredentials `yaml:"credentials,omitempty"`
-		Defaults       map[string]string           `yaml:"defaults,omitempty"`
-	}
-	fileCredentials struct {
-		TokenID         string `yaml:"tokenId,omitempty"`
-		TokenSecret     string `yaml:"tokenSecret,omitempty"`
-		TokenSecretFile string `yaml:"tokenSecretFile,omitempty"`
-	}
-	fileState struct {
-		Backend string `yaml:"backend,omitempty"`
-		Dir     string `yaml:"dir,omitempty"`
-		DSN     string `yaml:"dsn,omitempty"`
-	}
-)
-
-// Save writes the configuration to Path, or when Path is "" to the file
-// Load looked for (or DefaultPath), and sets Path. The file is replaced
-// atomically (a temporary file in the same directory, synced and renamed
-// over it) with mode 0600; a missing directory is created with mode 0700.
-// A symbolic link is followed, so the file it points to is replaced.
+// Save writes the configuration file back to Path, or when Path is ""
+// to the file Load looked for (or DefaultPath), and sets Path: the file as
+// Load read it — comments, layout and secrets as the user wrote them —
+// with the default contexts UseContext chose. What the environment
+// overlay set is never written, and neither are changes a program made to
+// State or Apply.
 //
-// Secrets are written in clear, as the user wrote them; file paths Load
-// expanded are written as the file had them (~/...). What the environment
-// overlay set is not written: the file keeps its own values there. The
-// comments and layout of an existing file are not kept. Save refuses a
-// copy made by Redacted.
+// The file is replaced atomically (a temporary file in the same
+// directory, synced and renamed over it) with mode 0600; a missing
+// directory is created with mode 0700. A symbolic link is followed, so
+// the file it points to is replaced.
 func (c *Config) Save() error {
-	if c.meta.redacted {
-		return &Error{Msg: "refusing to save a Redacted copy of the configuration: its secrets are gone"}
-	}
 	path := c.Path
 	if path == "" {
 		path = c.meta.source
@@ -59,68 +30,18 @@ func (c *Config) Save() error {
 		}
 		path = p
 	}
-	data, err := yaml.Marshal(c.fileForm())
-	if err != nil {
-		return &Error{File: path, Msg: "cannot encode the configuration", Err: err}
+	var data []byte
+	if c.meta.doc != nil {
+		var err error
+		if data, err = yaml.Marshal(c.meta.doc); err != nil {
+			return &Error{File: path, Msg: "cannot encode the configuration", Err: err}
+		}
 	}
 	if err := writeFileAtomic(path, data); err != nil {
 		return &Error{File: path, Msg: "cannot save the configuration", Err: err}
 	}
 	c.Path = path
 	return nil
-}
-
-// fileForm returns what Save writes: c without the overlay, secrets
-// revealed, file paths as the file wrote them.
-func (c *Config) fileForm() *fileConfig {
-	providers, st, ap := c.meta.env.undo(c)
-	orig := func(field, v string) string {
-		if r, ok := c.meta.raw[field]; ok && r.expanded == v {
-			return r.file
-		}
-		return v
-	}
-	out := &fileConfig{
-		State: fileState{Backend: st.Backend, Dir: orig("state.dir", st.Dir), DSN: st.DSN.Reveal()},
-		Apply: ap,
-	}
-	if providers != nil {
-		out.Providers = make(map[string]*fileProvider, len(providers))
-	}
-	for pname, p := range providers {
-		if p == nil {
-			out.Providers[pname] = nil
-			continue
-		}
-		base := joinPath("providers", pname)
-		fp := &fileProvider{DefaultContext: p.DefaultContext, Defaults: p.Defaults}
-		if p.Contexts != nil {
-			fp.Contexts = make(map[string]*Context, len(p.Contexts))
-		}
-		for n, x := range p.Contexts {
-			x = clonePtr(x)
-			if x != nil {
-				x.CAFile = orig(joinPath(joinPath(base, "contexts"), n)+".caFile", x.CAFile)
-			}
-			fp.Contexts[n] = x
-		}
-		if p.Credentials != nil {
-			fp.Credentials = make(map[string]*fileCredentials, len(p.Credentials))
-		}
-		for n, x := range p.Credentials {
-			if x == nil {
-				fp.Credentials[n] = nil
-				continue
-			}
-			fp.Credentials[n] = &fileCredentials{
-				TokenID:         x.TokenID,
-				TokenSecret:     x.TokenSecret.Reveal(),
-				TokenSecretFile: orig(joinPath(joinPath(base, "credentials"), n)+".tokenSecretFile", x.TokenSecretFile),
-			}
-		}
-		out.Providers[pname] = fp
-	}
-	return out
 }
 
 // writeFileAtomic replaces path with data, mode 0600, through a synced

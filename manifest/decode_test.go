@@ -311,7 +311,7 @@ func TestDecodeStrictness(t *testing.T) {
 		{"empty name", "apiVersion: proxmox.openctl.io/v1\nkind: VirtualMachine\nmetadata:\n  name: ''\n", []wantErr{{4, 9, "metadata.name", "name is empty"}}},
 		{"long name", "apiVersion: proxmox.openctl.io/v1\nkind: VirtualMachine\nmetadata:\n  name: " + strings.Repeat("a", 64) + "\n", []wantErr{{4, 9, "metadata.name", "longer than 63"}}},
 		{"bad namespace", vmHead + "  namespace: Prod\n", []wantErr{{5, 14, "metadata.namespace", `namespace "Prod" is not a DNS-1123 label`}}},
-		{"bad apiVersion", "apiVersion: v1\nkind: VirtualMachine\nmetadata:\n  name: a\n", []wantErr{{1, 13, "apiVersion", `apiVersion "v1" is not of the form <provider>.openctl.io/<version>`}}},
+		{"bad apiVersion", "apiVersion: v1\nkind: VirtualMachine\nmetadata:\n  name: a\n", []wantErr{{1, 13, "apiVersion", `apiVersion "v1" is not of the form <group>/<version>`}}},
 		{"bad kind", "apiVersion: proxmox.openctl.io/v1\nkind: virtual-machine\nmetadata:\n  name: a\n", []wantErr{{2, 7, "kind", `kind "virtual-machine" is not a valid kind`}}},
 		{"apiVersion not a string", "apiVersion: [a]\nkind: VirtualMachine\nmetadata:\n  name: a\n", []wantErr{{1, 13, "apiVersion", "want a string, got a list"}}},
 		{"kind a number", "apiVersion: proxmox.openctl.io/v1\nkind: 5\nmetadata:\n  name: a\n", []wantErr{{2, 7, "kind", "want a string, got an integer"}}},

@@ -35,7 +35,8 @@
 //	    - size: 32G
 //	      storage: local-lvm
 //
-// The apiVersion has the form <provider>.openctl.io/<version>
+// The apiVersion has the form <group>/<version>: openctl's own providers
+// serve <provider>.openctl.io, others any DNS subdomain group
 // ([SplitAPIVersion]); the kind is letters and digits starting with an
 // upper-case letter; the name is a DNS-1123 subdomain like a Kubernetes
 // object name ("web-01", "web-01.lab"; [ValidateName]) and the namespace,

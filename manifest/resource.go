@@ -85,7 +85,7 @@ func (id ID) String() string {
 // Short renders the ID as "kind/name", the form used in messages.
 func (id ID) Short() string { return id.Kind + "/" + id.Name }
 
-// Group returns the provider name the ID's apiVersion routes to ("proxmox"
+// Group returns the API group of the ID's apiVersion ("proxmox.openctl.io"
 // for "proxmox.openctl.io/v1"), or "" if the apiVersion is malformed.
 func (id ID) Group() string {
 	g, _, err := SplitAPIVersion(id.APIVersion)
@@ -109,8 +109,8 @@ func (id ID) Compare(o ID) int {
 	return strings.Compare(id.Name, o.Name)
 }
 
-// Validate checks that the ID's apiVersion has the form
-// <provider>.openctl.io/<version>, that kind is set and that name is a
+// Validate checks that the ID's apiVersion has the form <group>/<version>
+// (see [SplitAPIVersion]), that kind is set and that name is a
 // DNS-1123 label.
 func (id ID) Validate() error {
 	if _, _, err := SplitAPIVersion(id.APIVersion); err != nil {
@@ -150,28 +150,62 @@ func ParseID(s string) (ID, error) {
 	return id, nil
 }
 
-// APIGroupSuffix is the suffix every apiVersion group carries.
+// APIGroupSuffix is the suffix of the API groups of openctl's built-in
+// providers: the provider named "proxmox" serves proxmox.openctl.io.
+// A third-party provider may serve any group (see [SplitAPIVersion]).
 const APIGroupSuffix = ".openctl.io"
 
-// SplitAPIVersion splits "<provider>.openctl.io/<version>" into the provider
-// name (a DNS-1123 label) and the version ("v1", "v1beta1", "v2alpha3").
-// Anything else is an Invalid error. (Hand-written rather than a regexp:
-// it runs on every provider lookup.)
-func SplitAPIVersion(apiVersion string) (provider, version string, err error) {
-	provider, version, ok := splitAPIVersion(apiVersion)
+// maxGroupLen is the longest API group: a DNS subdomain.
+const maxGroupLen = 253
+
+// SplitAPIVersion splits "<group>/<version>" into the API group and the
+// version. The group is a DNS-1123 subdomain of at least two labels, as a
+// Kubernetes API group is ("proxmox.openctl.io", "files.example.com");
+// the version is "v1", "v1beta1", "v2alpha3" and the like. Anything else
+// is an Invalid error. (Hand-written rather than a regexp: it runs on
+// every provider lookup.)
+func SplitAPIVersion(apiVersion string) (group, version string, err error) {
+	group, version, ok := splitAPIVersion(apiVersion)
 	if !ok {
 		return "", "", errcode.New(errcode.Invalid, "manifest: "+apiVersionProblem(apiVersion))
 	}
-	return provider, version, nil
+	return group, version, nil
 }
 
-func splitAPIVersion(apiVersion string) (provider, version string, ok bool) {
-	group, version, ok := strings.Cut(apiVersion, "/")
-	provider, isOpenctl := strings.CutSuffix(group, APIGroupSuffix)
-	if !ok || !isOpenctl || !isDNSLabel(provider) || !isVersion(version) {
+func splitAPIVersion(apiVersion string) (group, version string, ok bool) {
+	group, version, ok = strings.Cut(apiVersion, "/")
+	if !ok || groupProblem(group) != "" || !isVersion(version) {
 		return "", "", false
 	}
-	return provider, version, true
+	return group, version, true
+}
+
+// ValidateGroup checks that group is an API group: a DNS-1123 subdomain
+// of at least two labels ("files.example.com"). The error matches
+// errcode.Invalid.
+func ValidateGroup(group string) error {
+	if msg := groupProblem(group); msg != "" {
+		return errcode.New(errcode.Invalid, "manifest: "+msg)
+	}
+	return nil
+}
+
+// groupProblem describes what is wrong with an API group, or returns "".
+func groupProblem(group string) string {
+	switch {
+	case group == "":
+		return "API group is empty"
+	case len(group) > maxGroupLen:
+		return fmt.Sprintf("API group %q is longer than %d characters", group, maxGroupLen)
+	case !strings.Contains(group, "."):
+		return fmt.Sprintf("API group %q is not a DNS subdomain of at least two labels (for example %s%s or files.example.com)", group, group, APIGroupSuffix)
+	}
+	for l := range strings.SplitSeq(group, ".") {
+		if len(l) > 63 || !isDNSLabel(l) {
+			return fmt.Sprintf("API group %q is not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', each part starting and ending with a letter or digit)", group)
+		}
+	}
+	return ""
 }
 
 // apiVersionProblem describes what is wrong with apiVersion, or returns "".
@@ -182,7 +216,12 @@ func apiVersionProblem(apiVersion string) string {
 	if apiVersion == "" {
 		return "apiVersion is empty"
 	}
-	return fmt.Sprintf("apiVersion %q is not of the form <provider>.openctl.io/<version> (for example proxmox.openctl.io/v1)", apiVersion)
+	if group, version, ok := strings.Cut(apiVersion, "/"); ok && isVersion(version) {
+		if msg := groupProblem(group); msg != "" {
+			return fmt.Sprintf("apiVersion %q: %s", apiVersion, msg)
+		}
+	}
+	return fmt.Sprintf("apiVersion %q is not of the form <group>/<version> (for example proxmox.openctl.io/v1)", apiVersion)
 }
 
 // isDNSLabel reports whether s is lower-case letters, digits and '-',

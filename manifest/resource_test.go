@@ -59,7 +59,7 @@ func TestParseID(t *testing.T) {
 		{"proxmox.openctl.io/v1//web-01", "kind is empty"},
 		{"proxmox.openctl.io/v1/vm/web-01", "not a valid kind"},
 		{"proxmox.openctl.io/v1/VirtualMachine/Web", "not a DNS-1123 subdomain"},
-		{"proxmox.example.io/v1/VirtualMachine/web", "apiVersion"},
+		{"proxmox/v1/VirtualMachine/web", "apiVersion"},
 		{"proxmox.openctl.io/1/VirtualMachine/web", "apiVersion"},
 	}
 	for _, tt := range invalid {
@@ -74,7 +74,7 @@ func TestParseID(t *testing.T) {
 
 func TestIDMethods(t *testing.T) {
 	id := manifest.ID{APIVersion: "proxmox.openctl.io/v1", Kind: "VirtualMachine", Name: "web-01"}
-	assert.Equal(t, "proxmox", id.Group())
+	assert.Equal(t, "proxmox.openctl.io", id.Group())
 	assert.Equal(t, "", manifest.ID{APIVersion: "v1"}.Group())
 	assert.Equal(t, "VirtualMachine/web-01", id.Short())
 
@@ -91,18 +91,21 @@ func TestIDMethods(t *testing.T) {
 }
 
 func TestSplitAPIVersion(t *testing.T) {
-	tests := []struct{ in, provider, version string }{
-		{"proxmox.openctl.io/v1", "proxmox", "v1"},
-		{"k3s.openctl.io/v1beta1", "k3s", "v1beta1"},
-		{"a-b.openctl.io/v20alpha2", "a-b", "v20alpha2"},
+	tests := []struct{ in, group, version string }{
+		{"proxmox.openctl.io/v1", "proxmox.openctl.io", "v1"},
+		{"k3s.openctl.io/v1beta1", "k3s.openctl.io", "v1beta1"},
+		{"a-b.openctl.io/v20alpha2", "a-b.openctl.io", "v20alpha2"},
+		{"files.example.com/v1", "files.example.com", "v1"},
+		{"x.y/v2", "x.y", "v2"},
 	}
 	for _, tt := range tests {
-		p, v, err := manifest.SplitAPIVersion(tt.in)
+		g, v, err := manifest.SplitAPIVersion(tt.in)
 		require.NoError(t, err)
-		assert.Equal(t, tt.provider, p)
+		assert.Equal(t, tt.group, g)
 		assert.Equal(t, tt.version, v)
+		require.NoError(t, manifest.ValidateGroup(tt.group))
 	}
-	for _, bad := range []string{"", "v1", "openctl.io/v1", "Proxmox.openctl.io/v1", "proxmox.openctl.io/v1beta", "proxmox.openctl.io/V1", "-a.openctl.io/v1", "proxmox.openctl.io/v1/x"} {
+	for _, bad := range []string{"", "v1", "proxmox/v1", "files.example..com/v1", "files.example.com./v1", "files_x.example.com/v1", strings.Repeat("a.", 127) + "ab/v1", "Proxmox.openctl.io/v1", "proxmox.openctl.io/v1beta", "proxmox.openctl.io/V1", "-a.openctl.io/v1", "proxmox.openctl.io/v1/x"} {
 		_, _, err := manifest.SplitAPIVersion(bad)
 		assert.ErrorIs(t, err, errcode.Invalid, bad)
 	}

@@ -10,7 +10,7 @@ import (
 
 // Validate checks a resource the way decoding checks a manifest, for
 // resources built in code: the apiVersion has the form
-// <provider>.openctl.io/<version>, the kind is set and well formed, the name
+// <group>/<version>, the kind is set and well formed, the name
 // is a DNS-1123 subdomain (the namespace, if set, a DNS-1123 label), label and annotation keys
 // are not empty, and spec and status hold only normalised values (see
 // [Normalize]; a value Normalize would convert, such as an int, is reported

@@ -30,7 +30,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{"valid", func(*manifest.Resource) {}, nil},
 		{"valid without spec", func(r *manifest.Resource) { r.Spec, r.Status, r.Metadata.Namespace = nil, nil, "" }, nil},
-		{"bad apiVersion", func(r *manifest.Resource) { r.APIVersion = "proxmox/v1" }, []fe{{"apiVersion", `apiVersion "proxmox/v1" is not of the form`}}},
+		{"bad apiVersion", func(r *manifest.Resource) { r.APIVersion = "proxmox/v1" }, []fe{{"apiVersion", `apiVersion "proxmox/v1": API group "proxmox" is not a DNS subdomain of at least two labels (for example proxmox.openctl.io`}}},
 		{"empty apiVersion", func(r *manifest.Resource) { r.APIVersion = "" }, []fe{{"apiVersion", "apiVersion is empty"}}},
 		{"empty kind", func(r *manifest.Resource) { r.Kind = "" }, []fe{{"kind", "kind is empty"}}},
 		{"bad kind", func(r *manifest.Resource) { r.Kind = "vm" }, []fe{{"kind", `kind "vm" is not a valid kind`}}},

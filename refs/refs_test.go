@@ -183,7 +183,7 @@ func TestCollectMalformed(t *testing.T) {
 		{
 			name:    "bad apiVersion",
 			marker:  ref(map[string]any{"apiVersion": "v1", "kind": "VirtualMachine", "name": "db"}),
-			wantMsg: `refs: VirtualMachine/web-01 spec.net.ip: $ref target v1/VirtualMachine/db is not a valid resource ID: manifest: apiVersion "v1" is not of the form <provider>.openctl.io/<version> (for example proxmox.openctl.io/v1) (INVALID_REQUEST)`,
+			wantMsg: `refs: VirtualMachine/web-01 spec.net.ip: $ref target v1/VirtualMachine/db is not a valid resource ID: manifest: apiVersion "v1" is not of the form <group>/<version> (for example proxmox.openctl.io/v1) (INVALID_REQUEST)`,
 		},
 		{
 			name:    "bad name",

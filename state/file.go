@@ -136,7 +136,7 @@ func (s *FileStore) recordPath(id manifest.ID) (string, error) {
 	if err := id.Validate(); err != nil {
 		return "", fmt.Errorf("state: %w", err)
 	}
-	return filepath.Join(s.dir, id.Group(), id.Kind, id.Name+recordExt), nil
+	return filepath.Join(s.dir, GroupKey(id.Group()), id.Kind, id.Name+recordExt), nil
 }
 
 // tmpPath returns the temporary file a record file is written to before
@@ -415,7 +415,7 @@ func (rf recordFile) read() (*fileRecord, error) {
 		return nil, err
 	}
 	got := manifest.ID{APIVersion: fr.APIVersion, Kind: fr.Kind, Name: fr.Name}
-	if got.Group() != rf.provider || got.Kind != rf.kind || got.Name != rf.name {
+	if GroupKey(got.Group()) != rf.provider || got.Kind != rf.kind || got.Name != rf.name {
 		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("state: record file %s holds %s, which belongs elsewhere: was it moved?", rf.path, got))
 	}
 	return fr, nil
@@ -429,7 +429,11 @@ func (s *FileStore) recordFiles(ctx context.Context, f Filter) ([]recordFile, er
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	providers, err := subdirs(s.dir, f.Provider)
+	groupKey := ""
+	if f.Group != "" {
+		groupKey = GroupKey(f.Group)
+	}
+	providers, err := subdirs(s.dir, groupKey)
 	if err != nil {
 		return nil, err
 	}

@@ -321,7 +321,7 @@ func TestFileStoreListFilterReadsOnlyMatchingDirectories(t *testing.T) {
 	require.NoError(t, err)
 	// A damaged file of another provider does not disturb a filtered List.
 	require.NoError(t, os.WriteFile(filepath.Join(s.Dir(), "other", "Thing", "z.yaml"), []byte("junk"), 0o600))
-	got, err := s.List(ctx, state.Filter{Provider: "test", Kind: "Thing"})
+	got, err := s.List(ctx, state.Filter{Group: "test.openctl.io", Kind: "Thing"})
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	got, err = s.List(ctx, state.Filter{Kind: "Nothing"})

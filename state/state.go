@@ -158,8 +158,8 @@ func (r *Record) advance(prev *version) error {
 
 // Filter selects records in List. Zero fields match everything.
 type Filter struct {
-	// Provider matches the apiVersion group ("proxmox").
-	Provider string
+	// Group matches the apiVersion group ("proxmox.openctl.io").
+	Group string
 	Kind     string
 	// Owner matches records owned by that resource.
 	Owner *manifest.ID
@@ -167,7 +167,7 @@ type Filter struct {
 
 // Match reports whether r passes the filter.
 func (f Filter) Match(r *Record) bool {
-	if f.Provider != "" && r.ID().Group() != f.Provider {
+	if f.Group != "" && r.ID().Group() != f.Group {
 		return false
 	}
 	if f.Kind != "" && r.Kind != f.Kind {
@@ -177,6 +177,19 @@ func (f Filter) Match(r *Record) bool {
 		return false
 	}
 	return true
+}
+
+// GroupKey returns the key under which stores file the records of an API
+// group: the provider name for the groups of openctl's built-in providers
+// ("proxmox" for proxmox.openctl.io, as state written before providers
+// could serve other groups), the group itself for any other
+// ("files.example.com"). Distinct groups have distinct keys: a group
+// always has a dot, a built-in's key never does.
+func GroupKey(group string) string {
+	if name, ok := strings.CutSuffix(group, manifest.APIGroupSuffix); ok && !strings.Contains(name, ".") {
+		return name
+	}
+	return group
 }
 
 // Store persists records and serialises operations with locks.

@@ -88,7 +88,7 @@ ON CONFLICT (provider, kind, name) DO UPDATE SET labels = EXCLUDED.labels, spec 
 	secrets_ciphertext = EXCLUDED.secrets_ciphertext, secrets_mac = EXCLUDED.secrets_mac, generation = EXCLUDED.generation,
 	lineage = EXCLUDED.lineage, created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at
 WHERE openctl_records.apiversion = EXCLUDED.apiversion`,
-			id.APIVersion, id.Kind, id.Name, id.Group(), c.labels, c.spec, rec.SpecHash, c.status, c.owner, c.children,
+			id.APIVersion, id.Kind, id.Name, state.GroupKey(id.Group()), c.labels, c.spec, rec.SpecHash, c.status, c.owner, c.children,
 			c.ciphertext, c.mac, rec.Generation, rec.Lineage, rec.CreatedAt.UTC(), rec.UpdatedAt.UTC())
 	}
 	br := tx.SendBatch(ctx, b)

@@ -103,7 +103,7 @@ func (s *Store) Get(ctx context.Context, id manifest.ID) (*state.Record, error) 
 		return nil, err
 	}
 	rw, err := scanRecord(s.pool.QueryRow(ctx, "SELECT "+recordColumns+" FROM openctl_records WHERE provider = $1 AND kind = $2 AND name = $3 AND apiversion = $4",
-		id.Group(), id.Kind, id.Name, id.APIVersion))
+		state.GroupKey(id.Group()), id.Kind, id.Name, id.APIVersion))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, state.NotFoundError(id)
 	}
@@ -128,8 +128,8 @@ func (s *Store) List(ctx context.Context, f state.Filter) ([]*state.Record, erro
 		args = append(args, v)
 		conds = append(conds, strings.ReplaceAll(cond, "$?", "$"+strconv.Itoa(len(args))))
 	}
-	if f.Provider != "" {
-		arg("provider = $?", f.Provider)
+	if f.Group != "" {
+		arg("provider = $?", state.GroupKey(f.Group))
 	}
 	if f.Kind != "" {
 		arg("kind = $?", f.Kind)
@@ -193,7 +193,7 @@ func (s *Store) Delete(ctx context.Context, id manifest.ID) error {
 		return err
 	}
 	_, err := s.pool.Exec(ctx, "DELETE FROM openctl_records WHERE provider = $1 AND kind = $2 AND name = $3 AND apiversion = $4",
-		id.Group(), id.Kind, id.Name, id.APIVersion)
+		state.GroupKey(id.Group()), id.Kind, id.Name, id.APIVersion)
 	return s.dbErr("deleting "+id.Short(), err)
 }
 
@@ -316,7 +316,7 @@ func (s *Store) Put(ctx context.Context, rec *state.Record) (*state.Record, erro
 		// A conflicting row that is deleted before putFailed reads it
 		// leaves nothing to report: try again (a few times).
 		for range 3 {
-			tag, err := s.pool.Exec(ctx, insertSQL, id.APIVersion, id.Kind, id.Name, id.Group(), c.labels, c.spec, rec.SpecHash, c.status,
+			tag, err := s.pool.Exec(ctx, insertSQL, id.APIVersion, id.Kind, id.Name, state.GroupKey(id.Group()), c.labels, c.spec, rec.SpecHash, c.status,
 				c.owner, c.children, c.ciphertext, c.mac, out.Lineage, out.CreatedAt, now, c.keyCheck)
 			if err != nil {
 				return nil, s.dbErr("writing "+id.Short(), err)
@@ -331,7 +331,7 @@ func (s *Store) Put(ctx context.Context, rec *state.Record) (*state.Record, erro
 		return nil, &state.GenerationError{ID: id, Expected: 0, Actual: 0}
 	}
 
-	err = s.pool.QueryRow(ctx, updateSQL, id.APIVersion, id.Kind, id.Name, id.Group(), c.labels, c.spec, rec.SpecHash, c.status,
+	err = s.pool.QueryRow(ctx, updateSQL, id.APIVersion, id.Kind, id.Name, state.GroupKey(id.Group()), c.labels, c.spec, rec.SpecHash, c.status,
 		c.owner, c.children, c.ciphertext, c.mac, rec.Lineage, now, rec.Generation, c.keyCheck).
 		Scan(&out.Generation, &out.Lineage, &out.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -360,7 +360,7 @@ func (s *Store) putFailed(ctx context.Context, id manifest.ID, expected int64, l
 		apiVersion, curLineage string
 	)
 	err := s.pool.QueryRow(ctx, "SELECT generation, apiversion, lineage FROM openctl_records WHERE provider = $1 AND kind = $2 AND name = $3",
-		id.Group(), id.Kind, id.Name).Scan(&cur, &apiVersion, &curLineage)
+		state.GroupKey(id.Group()), id.Kind, id.Name).Scan(&cur, &apiVersion, &curLineage)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return s.dbErr("reading "+id.Short(), err)
 	}

@@ -186,7 +186,7 @@ func RunConformance(t *testing.T, newStore func(t *testing.T) state.Store) {
 		for i := 1; i < len(all); i++ {
 			assert.Negative(t, all[i-1].ID().Compare(all[i].ID()))
 		}
-		byProv, err := s.List(ctx, state.Filter{Provider: "test"})
+		byProv, err := s.List(ctx, state.Filter{Group: "test.openctl.io"})
 		require.NoError(t, err)
 		assert.Len(t, byProv, 3)
 		owned, err := s.List(ctx, state.Filter{Owner: &owner})
