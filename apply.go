@@ -6,8 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/refs"
@@ -61,10 +61,9 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 	ctx = registry.WithStepReporter(ctx, func(step string) {
 		e.emit(Event{Type: EventStep, ID: id, Op: "apply", Step: step})
 	})
-	onRetry := e.onRetry(id, "apply")
 
 	var resolved *manifest.Resource
-	if _, err := e.retry.retry(ctx, onRetry, func() error {
+	if _, err := e.retry(ctx, id, "apply", func(ctx context.Context) error {
 		return e.safe("resolve", id, func() (err error) { resolved, err = refs.Resolve(ctx, e.reg, n.res); return err })
 	}); err != nil {
 		return fail(err)
@@ -84,13 +83,13 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 	if rec != nil {
 		outcome = OutcomeUpdated
 		if rec.SpecHash == hash {
-			live, err := e.get(ctx, n, onRetry)
+			live, err := e.get(ctx, n, "apply")
 			drift := false
 			if err == nil {
 				// The spec did not change; a Differ may still see drift
 				// (someone edited the resource outside openctl), which
 				// Plan reports and Apply must then correct.
-				if drift, err = e.drifted(ctx, n, resolved, live, onRetry); err != nil {
+				if drift, err = e.drifted(ctx, n, resolved, live); err != nil {
 					return fail(err)
 				}
 			}
@@ -111,7 +110,7 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 	}
 
 	var out *manifest.Resource
-	attempts, err := e.retry.retry(ctx, onRetry, func() error {
+	attempts, err := e.retry(ctx, id, "apply", func(ctx context.Context) error {
 		return e.safe("apply", id, func() (err error) { out, err = n.prov.Apply(ctx, resolved); return err })
 	})
 	p.attempts = attempts
@@ -125,7 +124,7 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 		}
 		return fail(errcode.New(errcode.Internal, fmt.Sprintf("provider %q returned %s from Apply", n.prov.Name(), got)))
 	}
-	ready, err := e.waitReady(ctx, n, out, onRetry)
+	ready, err := e.waitReady(ctx, n, out)
 	// The provider made the change: record it even if ctx was cancelled
 	// meanwhile, so that state never forgets a resource that exists.
 	wctx, cancel := afterWrite(ctx)
@@ -149,37 +148,30 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 
 // drifted asks a Differ provider whether the live resource still matches
 // the resolved spec that state records as applied.
-func (e *Engine) drifted(ctx context.Context, n *node, resolved, live *manifest.Resource, onRetry func(int, time.Duration, error)) (bool, error) {
+func (e *Engine) drifted(ctx context.Context, n *node, resolved, live *manifest.Resource) (bool, error) {
 	d, ok := n.prov.(registry.Differ)
 	if !ok {
 		return false, nil
 	}
 	var diff registry.Diff
-	_, err := e.retry.retry(ctx, onRetry, func() error {
+	_, err := e.retry(ctx, n.id, "apply", func(ctx context.Context) error {
 		return e.safe("diff", n.id, func() (err error) { diff, err = d.Diff(ctx, resolved, live); return err })
 	})
 	return err == nil && diff.Action != registry.DiffNone, err
 }
 
-// get reads n's live resource, retrying transient errors.
-func (e *Engine) get(ctx context.Context, n *node, onRetry func(int, time.Duration, error)) (*manifest.Resource, error) {
+// get reads n's live resource for op, retrying transient errors.
+func (e *Engine) get(ctx context.Context, n *node, op string) (*manifest.Resource, error) {
 	var live *manifest.Resource
-	_, err := e.retry.retry(ctx, onRetry, func() error {
+	_, err := e.retry(ctx, n.id, op, func(ctx context.Context) error {
 		return e.safe("get", n.id, func() (err error) { live, err = n.prov.Get(ctx, n.id); return err })
 	})
 	return live, err
 }
 
-func (e *Engine) onRetry(id manifest.ID, op string) func(int, time.Duration, error) {
-	return func(attempt int, d time.Duration, err error) {
-		e.log.Warn("transient error; retrying", "resource", id.String(), "op", op, "attempt", attempt, "delay", d, "err", err.Error())
-		e.emit(Event{Type: EventRetrying, ID: id, Op: op, Attempt: attempt, Delay: d, Err: err})
-	}
-}
-
 // waitReady polls a ReadyChecker provider until the resource is ready, an
 // error occurs or the ready deadline passes.
-func (e *Engine) waitReady(ctx context.Context, n *node, live *manifest.Resource, onRetry func(int, time.Duration, error)) (*manifest.Resource, error) {
+func (e *Engine) waitReady(ctx context.Context, n *node, live *manifest.Resource) (*manifest.Resource, error) {
 	rc, ok := n.prov.(registry.ReadyChecker)
 	if !ok {
 		return live, nil
@@ -187,7 +179,7 @@ func (e *Engine) waitReady(ctx context.Context, n *node, live *manifest.Resource
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, e.ready.Timeout)
 	defer cancel()
-	b := newBackoff(e.ready.Initial, e.ready.Max, 1.5, 0.1)
+	b := backoff.Policy{Initial: e.ready.Initial, Max: e.ready.Max, Multiplier: 1.5, Jitter: 0.1}.Start()
 	for {
 		var ready bool
 		var reason string
@@ -202,13 +194,13 @@ func (e *Engine) waitReady(ctx context.Context, n *node, live *manifest.Resource
 			reason = err.Error()
 		}
 		e.emit(Event{Type: EventWaiting, ID: n.id, Op: "apply", Step: reason})
-		if werr := wait(ctx, b.delay()); werr != nil {
+		if werr := b.Wait(ctx); werr != nil {
 			if parent.Err() == nil {
 				return nil, errcode.New(errcode.Transient, fmt.Sprintf("not ready after %s: %s", e.ready.Timeout, reason))
 			}
 			return nil, fmt.Errorf("%w (waiting for readiness: %s)", context.Cause(parent), reason)
 		}
-		if live, err = e.get(ctx, n, onRetry); err != nil {
+		if live, err = e.get(ctx, n, "apply"); err != nil {
 			return nil, err
 		}
 	}

@@ -85,7 +85,7 @@ func (e *Engine) addForDelete(ctx context.Context, s *set, id manifest.ID, owner
 		}
 	case errcode.Is(err, errcode.NotFound):
 		n.res = &manifest.Resource{APIVersion: id.APIVersion, Kind: id.Kind, Metadata: manifest.Metadata{Name: id.Name}}
-		if live, gerr := e.get(ctx, n, nil); gerr == nil {
+		if live, gerr := e.get(ctx, n, "delete"); gerr == nil {
 			n.res = live
 			if o, ok := live.Owner(); ok && n.owner == nil {
 				n.owner = &o
@@ -139,11 +139,11 @@ func (e *Engine) deleteOne(ctx context.Context, n *node, p *progress) error {
 	// A resource that is already gone is reported as unchanged, not as
 	// deleted: nothing was deleted.
 	outcome := OutcomeDeleted
-	if _, err := e.get(ctx, n, e.onRetry(id, "delete")); errcode.Is(err, errcode.NotFound) {
+	if _, err := e.get(ctx, n, "delete"); errcode.Is(err, errcode.NotFound) {
 		outcome = OutcomeUnchanged
 		e.log.Info("already absent", "resource", id.String())
 	} else {
-		attempts, err := e.retry.retry(ctx, e.onRetry(id, "delete"), func() error {
+		attempts, err := e.retry(ctx, id, "delete", func(ctx context.Context) error {
 			return e.safe("delete", id, func() error { return n.prov.Delete(ctx, id) })
 		})
 		p.attempts = attempts

@@ -3,56 +3,96 @@
 // status) through providers — ordinary Go types compiled into the program —
 // in dependency order, in parallel, and remembers what it did.
 //
-// # Embedding
+// # New and options
 //
-//	e, err := openctl.New(
-//		openctl.WithProviders(proxmox.New(cfg), k3s.New(k3sCfg)),
-//		openctl.WithStore(store),       // default: in memory
-//		openctl.WithConcurrency(8),     // default: 4
-//		openctl.WithLogger(logger),     // default: discard
-//		openctl.WithObserver(progress), // per-resource events
-//	)
-//	resources, err := manifest.Load([]string{"cluster.yaml"}, manifest.LoadOptions{})
-//	report, err := e.Apply(ctx, resources...)
+// [New] returns an [Engine] configured by options: [WithProviders] (or a
+// shared [WithRegistry]), [WithStore] (default: in memory),
+// [WithConcurrency] (default [DefaultConcurrency]), [WithLogger] (default:
+// discard), [WithObserver] (progress events), [WithRetry],
+// [WithReadyPolicy] and [WithLockWait]. The package example shows them
+// together. Manifests come from package manifest (manifest.Load reads
+// files); a provider is any registry.Provider.
 //
-// # What Apply does
+// # Apply
 //
-// Apply builds one dependency graph over every resource in the call: the
-// manifests given and the children that composite providers
-// (registry.Planner) plan for them. A $ref marker in a spec,
-//
-//	spec:
-//	  serverIP:
-//	    $ref: {apiVersion: proxmox.openctl.io/v1, kind: VirtualMachine, name: cp-0, field: status.ip}
-//
-// is both an edge (this resource needs cp-0) and a value, resolved from the
-// live resource right before this one is applied; providers never see a
-// raw $ref. Children depend on nothing implicitly but their owner depends
-// on them all. Invalid input — a malformed manifest, an unknown apiVersion
-// group, a malformed $ref, a resource defined twice, a dependency cycle —
-// fails the whole call before anything is touched, with every problem
-// named.
+// [Engine.Apply] builds one dependency graph over every resource in the
+// call: the manifests given and the children that composite providers
+// (registry.Planner) plan for them. A $ref marker in a spec (see package
+// refs) is both an edge and a value, resolved from the live resource
+// right before the dependent is applied; providers never see a raw $ref.
+// Invalid input — a malformed manifest, an unknown apiVersion group, a
+// malformed $ref, a resource defined twice, a dependency cycle — fails the
+// whole call before anything is touched, with every problem named.
 //
 // Independent resources run in parallel up to the concurrency bound; a
 // failure skips only its dependents, and every resource gets a [Result].
 // A resource whose resolved spec hashes to what state recorded, and which
 // still exists, is not sent to its provider at all, so re-applying
-// unchanged manifests makes no provider writes. Transient errors
-// (errcode.Transient) are retried with capped exponential backoff and
-// jitter ([RetryPolicy]); other errors are not. Providers that implement
-// registry.ReadyChecker are polled until ready ([ReadyPolicy]). A panic in a
-// provider is recovered and reported as an Internal error for that resource.
+// unchanged manifests makes no provider writes. The engine retries whole
+// provider calls that fail with errcode.Transient, with capped exponential
+// backoff and jitter; providers do not retry those calls themselves (the
+// rule is spelled out at [WithRetry]). Providers that implement
+// registry.ReadyChecker are polled until ready ([ReadyPolicy]). A panic in
+// a provider is recovered and reported as an Internal error for that
+// resource.
+//
+// # Plan
 //
 // [Engine.Plan] reports per resource create, update, replace or no-op, the
 // changed fields and the execution waves, and renders the graph as
-// Graphviz DOT. [Engine.Delete] deletes in reverse dependency order,
-// deletes a composite's children before it, and refuses to delete a child
-// whose owner remains.
+// Graphviz DOT. It changes nothing.
+//
+// # Delete
+//
+// [Engine.Delete] deletes in reverse dependency order, deletes a
+// composite's children before it, and refuses to delete a child whose
+// owner remains.
+//
+// # Validate
+//
+// [Engine.Validate] runs the checks Apply and Plan make before they touch
+// anything, and reports every problem found.
+//
+// # Reading
+//
+// Three methods read what exists and what openctl recorded:
+//
+//   - [Engine.Get]: one resource, live through its provider and as the
+//     state records it; [Found] says which, and Gone when it is recorded
+//     but no longer exists.
+//   - [Engine.Inventory]: the resources of a kind, recorded and live (or,
+//     with FromState, recorded only, contacting no provider), ready to be
+//     printed and applied again.
+//   - [Engine.Records]: the state records themselves.
+//
+// Secrets follow one rule. The state keeps secret fields sealed, and a
+// resource the read API returns never holds a recorded secret's value: a
+// secret spec field of a recorded resource reads secret.Redacted
+// ("[redacted]"), which Apply takes as "keep the sealed value", so printed
+// output applied again keeps its secrets. Sealed records are opened —
+// which needs a sealing store's passphrase — only where the secrets are
+// needed: Get opens the one record it reads (its Secrets are
+// secret.Secret values, which redact themselves when printed); Inventory
+// opens records only with InventoryOptions.WithSecrets (without it, a
+// sealed secret spec field is left out); Records never opens them.
+//
+// Live reads are retried like every provider call. For a provider action
+// (start, stop, logs, ...) use [Engine.Do].
+//
+// # Events
+//
+// An observer set with [WithObserver] receives an [Event] for each step of
+// each resource of an Apply or Delete — started, provider steps, retries,
+// waiting for readiness, and the outcome — one at a time, in order.
 //
 // # Errors
 //
-// Every error carries a code (package errcode, re-exported here as
-// ErrNotFound, ErrInvalid, ...): check it with errors.Is or [Code].
+// Every error carries a code from package errcode (NotFound, Invalid,
+// Conflict, Transient, ...): check it with errors.Is(err, errcode.NotFound)
+// or read it with errcode.Of. An Apply or Delete that fails for some
+// resources returns the failures joined, and a [Report] with a Result per
+// resource; a resource skipped because a dependency failed has a
+// [SkippedError].
 //
 // # Concurrency
 //

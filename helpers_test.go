@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/openctl/openctl"
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/refs"
 	"github.com/openctl/openctl/registry"
@@ -83,7 +84,7 @@ func ref(name, field string) map[string]any { return refs.Marker(thingID(name), 
 
 func newEngine(t *testing.T, p registry.Provider, opts ...openctl.Option) *openctl.Engine {
 	t.Helper()
-	opts = append([]openctl.Option{openctl.WithProviders(p), openctl.WithRetry(openctl.RetryPolicy{Initial: 1e6, Max: 5e6})}, opts...)
+	opts = append([]openctl.Option{openctl.WithProviders(p), openctl.WithRetry(backoff.Policy{Initial: 1e6, Max: 5e6})}, opts...)
 	e, err := openctl.New(opts...)
 	require.NoError(t, err)
 	return e

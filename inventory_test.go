@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/openctl/openctl"
+	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/registry/providertest"
 	"github.com/openctl/openctl/secret"
@@ -124,7 +125,7 @@ func TestInventoryNames(t *testing.T) {
 
 	inv, err := e.Inventory(ctx, testAV, "Thing", openctl.InventoryOptions{Names: []string{"u", "nope", "a"}})
 	require.Error(t, err)
-	assert.True(t, errors.Is(err, openctl.ErrNotFound), "%v", err)
+	assert.True(t, errors.Is(err, errcode.NotFound), "%v", err)
 	assert.Contains(t, err.Error(), "nope")
 	require.NotNil(t, inv)
 	assert.Equal(t, []string{"u", "a"}, names(inv.Resources), "z is not asked for")
@@ -134,11 +135,11 @@ func TestInventoryNames(t *testing.T) {
 	assert.Zero(t, p.Calls().List, "names are read one by one, not listed")
 
 	inv, err = e.Inventory(ctx, testAV, "Thing", openctl.InventoryOptions{Names: []string{"nope"}})
-	assert.True(t, errors.Is(err, openctl.ErrNotFound), "%v", err)
+	assert.True(t, errors.Is(err, errcode.NotFound), "%v", err)
 	assert.Empty(t, inv.Resources)
 
 	_, err = e.Inventory(ctx, "not-an-api-version", "Thing", openctl.InventoryOptions{})
-	assert.True(t, errors.Is(err, openctl.ErrInvalid), "%v", err)
+	assert.True(t, errors.Is(err, errcode.Invalid), "%v", err)
 }
 
 func mapKeys(m map[manifest.ID]*state.Record) []manifest.ID {
@@ -170,7 +171,7 @@ func TestInventoryFromState(t *testing.T) {
 	assert.Empty(t, inv.Gone)
 
 	inv, err = e.Inventory(ctx, testAV, "Thing", openctl.InventoryOptions{FromState: true, Names: []string{"unrecorded", "b"}})
-	assert.True(t, errors.Is(err, openctl.ErrNotFound), "%v", err)
+	assert.True(t, errors.Is(err, errcode.NotFound), "%v", err)
 	assert.Contains(t, err.Error(), "Thing/unrecorded is not recorded in the state")
 	assert.Equal(t, []string{"b"}, names(inv.Resources))
 	assert.Equal(t, before, p.Calls(), "no provider call")
@@ -335,10 +336,10 @@ func TestInventoryMemoryStore(t *testing.T) {
 	}
 }
 
-// TestListRecords: records listed from a FileStore keep their secrets
+// TestRecords: records listed from a FileStore keep their secrets
 // sealed (nil Secrets), with no passphrase; a store that cannot export
 // them sealed, or a Memory, lists them whole.
-func TestListRecords(t *testing.T) {
+func TestRecords(t *testing.T) {
 	p := newTestProvider()
 	dir := t.TempDir()
 	st := fileStore(t, dir, "pass")
@@ -347,23 +348,24 @@ func TestListRecords(t *testing.T) {
 	_, err := e.Apply(ctx, thing("a", nil), &manifest.Resource{APIVersion: testAV, Kind: "Group", Metadata: manifest.Metadata{Name: "g"}, Spec: map[string]any{}})
 	require.NoError(t, err)
 
-	recs, err := openctl.ListRecords(ctx, fileStore(t, dir, ""), state.Filter{Kind: "Thing"})
+	recs, err := newEngine(t, p, openctl.WithStore(fileStore(t, dir, ""))).Records(ctx, state.Filter{Kind: "Thing"})
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
 	assert.Equal(t, thingID("a"), recs[0].ID())
 	assert.Nil(t, recs[0].Secrets)
 
 	plain := struct{ state.Store }{st} // not a RawStore
-	recs, err = openctl.ListRecords(ctx, plain, state.Filter{Kind: "Thing"})
+	recs, err = newEngine(t, p, openctl.WithStore(plain)).Records(ctx, state.Filter{Kind: "Thing"})
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
 	assert.Equal(t, "secret-of-a", recs[0].Secrets["status.token"].Reveal())
 }
 
-// TestRecorded: secret spec fields come back as [redacted]; status secrets
-// stay out; the record is not modified.
-func TestRecorded(t *testing.T) {
-	assert.Nil(t, openctl.Recorded(nil))
+// TestRecordedResource: a recorded resource's secret spec fields come back
+// as [redacted]; status secrets stay out; the record is not modified.
+func TestRecordedResource(t *testing.T) {
+	ctx := t.Context()
+	mem := state.NewMemory()
 	rec := &state.Record{
 		APIVersion: testAV, Kind: "Thing", Name: "db",
 		Labels: map[string]string{"app": "db"},
@@ -375,23 +377,31 @@ func TestRecorded(t *testing.T) {
 			"status.token":       secret.New("t"),
 		},
 	}
-	r := openctl.Recorded(rec)
+	bare := &state.Record{APIVersion: testAV, Kind: "Thing", Name: "x", Spec: map[string]any{"a": int64(1)}}
+	for _, r := range []*state.Record{rec, bare} {
+		_, err := mem.Put(ctx, r.Clone())
+		require.NoError(t, err)
+	}
+	e, err := openctl.New(openctl.WithStore(mem))
+	require.NoError(t, err)
+	inv, err := e.Inventory(ctx, testAV, "Thing", openctl.InventoryOptions{FromState: true, Names: []string{"db", "x"}})
+	require.NoError(t, err)
+	require.Len(t, inv.Resources, 2)
+	r := inv.Resources[0]
 	assert.Equal(t, map[string]any{
 		"auth": map[string]any{"user": "app", "password": secret.Redacted},
 		"key":  map[string]any{"private": secret.Redacted},
 	}, r.Spec)
 	assert.Equal(t, map[string]any{"ip": "10.0.0.7"}, r.Status)
 	assert.Equal(t, map[string]string{"app": "db"}, r.Metadata.Labels)
-	assert.Equal(t, map[string]any{"user": "app"}, rec.Spec["auth"], "the record is not modified")
-
-	bare := &state.Record{APIVersion: testAV, Kind: "Thing", Name: "x", Spec: map[string]any{"a": int64(1)}}
-	assert.Equal(t, bare.Resource(), openctl.Recorded(bare))
+	assert.Equal(t, map[string]any{"user": "app"}, inv.Records[rec.ID()].Spec["auth"], "the record is not modified")
+	assert.Equal(t, inv.Records[bare.ID()].Resource(), inv.Resources[1], "no secrets: the same as Resource")
 }
 
-// TestLookup: a resource read live and from the state; a recorded one that
+// TestGet: a resource read live and from the state; a recorded one that
 // is gone is not an error; one neither live nor recorded is NotFound; a
 // name the state cannot hold is not looked up there.
-func TestLookup(t *testing.T) {
+func TestGet(t *testing.T) {
 	p := newTestProvider()
 	mem := state.NewMemory()
 	e := newEngine(t, p, openctl.WithStore(mem))
@@ -400,20 +410,22 @@ func TestLookup(t *testing.T) {
 	require.NoError(t, err)
 	p.Remove(thingID("gone"))
 
-	f, err := e.Lookup(ctx, thingID("a"))
+	f, err := e.Get(ctx, thingID("a"))
 	require.NoError(t, err)
 	assert.False(t, f.Gone)
 	require.NotNil(t, f.Record)
 	assert.Equal(t, "secret-of-a", f.Record.Secrets["status.token"].Reveal(), "the record is read whole")
 	assert.Equal(t, "secret-of-a", f.Resource.Status["token"], "the live resource as the provider reports it")
 
-	f, err = e.Lookup(ctx, thingID("gone"))
+	f, err = e.Get(ctx, thingID("gone"))
 	require.NoError(t, err)
 	assert.True(t, f.Gone)
-	assert.Equal(t, f.Record.Resource(), f.Resource)
+	want := f.Record.Resource()
+	want.Status = nil
+	assert.Equal(t, want, f.Resource, "a gone resource: as recorded, without status")
 
-	_, err = e.Lookup(ctx, thingID("nope"))
-	assert.True(t, errors.Is(err, openctl.ErrNotFound), "%v", err)
+	_, err = e.Get(ctx, thingID("nope"))
+	assert.True(t, errors.Is(err, errcode.NotFound), "%v", err)
 
 	// A name that is not a valid manifest name (Proxmox allows upper case
 	// in names) is never recorded: the state, which would refuse it, is
@@ -421,7 +433,7 @@ func TestLookup(t *testing.T) {
 	dotted := thingID("Ubuntu-24.04")
 	p.Put(thing(dotted.Name, nil))
 	strict := newEngine(t, p, openctl.WithStore(failGetStore{Memory: mem, fail: dotted}))
-	f, err = strict.Lookup(ctx, dotted)
+	f, err = strict.Get(ctx, dotted)
 	require.NoError(t, err)
 	assert.Nil(t, f.Record)
 	assert.Equal(t, dotted.Name, f.Resource.Metadata.Name)

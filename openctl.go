@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/registry"
@@ -25,7 +26,7 @@ type Engine struct {
 	concurrency int
 	log         *slog.Logger
 	observer    func(Event)
-	retry       RetryPolicy
+	retryPolicy backoff.Policy
 	ready       ReadyPolicy
 	lockWait    time.Duration
 	maxDepth    int
@@ -122,10 +123,20 @@ func WithObserver(fn func(Event)) Option {
 	return func(e *Engine) error { e.observer = fn; return nil }
 }
 
-// WithRetry sets the retry policy for transient errors (zero fields take
-// DefaultRetryPolicy's values).
-func WithRetry(p RetryPolicy) Option {
-	return func(e *Engine) error { e.retry = p.withDefaults(); return nil }
+// WithRetry sets how the engine retries provider calls (default
+// [DefaultRetryPolicy]; a zero or out-of-range field takes the default's
+// value, so MaxAttempts 0 means 5 and 1 disables retries).
+//
+// The rule: the engine retries whole provider calls — Get, Apply, Delete,
+// List, Diff, and the reads that resolve a $ref — that fail with
+// errcode.Transient (p.Retryable, if set, decides instead); other errors
+// are never retried. Each retry is logged and reported as an
+// [EventRetrying] before p.OnRetry, if set, is called. Providers do not
+// retry those calls internally: a provider may retry a step inside Apply
+// or Delete only where running the whole call again would be wrong after
+// a side effect it already made.
+func WithRetry(p backoff.Policy) Option {
+	return func(e *Engine) error { e.retryPolicy = retryDefaults(p); return nil }
 }
 
 // WithReadyPolicy sets how long and how often to poll for readiness.
@@ -147,7 +158,7 @@ func New(opts ...Option) (*Engine, error) {
 		store:       state.NewMemory(),
 		concurrency: DefaultConcurrency,
 		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-		retry:       DefaultRetryPolicy,
+		retryPolicy: DefaultRetryPolicy,
 		ready:       ReadyPolicy{}.withDefaults(),
 		maxDepth:    8,
 	}
@@ -171,26 +182,6 @@ func (e *Engine) Store() state.Store { return e.store }
 
 // Close closes the registry's providers that implement io.Closer.
 func (e *Engine) Close() error { return e.reg.Close() }
-
-// Get reads a live resource through its provider.
-func (e *Engine) Get(ctx context.Context, id manifest.ID) (*manifest.Resource, error) {
-	var out *manifest.Resource
-	err := e.safe("get", id, func() (err error) {
-		out, err = e.reg.Get(ctx, id)
-		return err
-	})
-	return out, err
-}
-
-// List lists the live resources of a kind through its provider.
-func (e *Engine) List(ctx context.Context, apiVersion, kind string) ([]*manifest.Resource, error) {
-	var out []*manifest.Resource
-	err := e.safe("list", manifest.ID{APIVersion: apiVersion, Kind: kind}, func() (err error) {
-		out, err = e.reg.List(ctx, apiVersion, kind)
-		return err
-	})
-	return out, err
-}
 
 // Do runs a provider action (start, stop, logs, ...) on a resource. args
 // are checked against the action's spec (see registry.ActionSpec.CheckArgs);

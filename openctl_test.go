@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/openctl/openctl"
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/registry"
@@ -168,7 +169,7 @@ func TestApplyRetriesTransient(t *testing.T) {
 
 	// Attempts run out.
 	calls.Store(-100)
-	e = newEngine(t, p, openctl.WithRetry(openctl.RetryPolicy{MaxAttempts: 2, Initial: time.Millisecond}))
+	e = newEngine(t, p, openctl.WithRetry(backoff.Policy{MaxAttempts: 2, Initial: time.Millisecond}))
 	rep, err = e.Apply(t.Context(), thing("b", nil))
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, errcode.Transient))
@@ -189,7 +190,7 @@ func TestApplyProviderPanicIsInternal(t *testing.T) {
 	res, ok := rep.Result(thingID("explodes"))
 	require.True(t, ok)
 	assert.Equal(t, openctl.OutcomeFailed, res.Outcome)
-	assert.Equal(t, errcode.Internal, openctl.Code(res.Err))
+	assert.Equal(t, errcode.Internal, errcode.Of(res.Err))
 	assert.Contains(t, res.Err.Error(), "panicked: nil map write")
 	res, _ = rep.Result(thingID("fine"))
 	assert.Equal(t, openctl.OutcomeCreated, res.Outcome)
@@ -479,20 +480,20 @@ func TestApplyConcurrentCallsSerialise(t *testing.T) {
 	assert.Equal(t, 5, p.Calls().Apply, "the shared resource is applied once; later applies see it unchanged")
 }
 
-func TestEngineGetListDo(t *testing.T) {
+func TestEngineGetInventoryDo(t *testing.T) {
 	ctx := t.Context()
 	p := newTestProvider()
 	e := newEngine(t, p)
 	_, err := e.Apply(ctx, thing("a", nil), thing("b", nil))
 	require.NoError(t, err)
-	r, err := e.Get(ctx, thingID("a"))
+	f, err := e.Get(ctx, thingID("a"))
 	require.NoError(t, err)
-	assert.Equal(t, "ip-of-a", r.Status["ip"])
+	assert.Equal(t, "ip-of-a", f.Resource.Status["ip"])
 	_, err = e.Get(ctx, thingID("zzz"))
 	assert.True(t, errors.Is(err, errcode.NotFound))
-	list, err := e.List(ctx, testAV, "Thing")
+	inv, err := e.Inventory(ctx, testAV, "Thing", openctl.InventoryOptions{})
 	require.NoError(t, err)
-	require.Len(t, list, 2)
+	require.Len(t, inv.Resources, 2)
 	_, err = e.Do(ctx, thingID("a"), "start", nil, nil)
 	assert.True(t, errors.Is(err, errcode.Invalid), "a provider without actions")
 }

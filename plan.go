@@ -142,7 +142,7 @@ func (e *Engine) planOne(ctx context.Context, n *node, plan *Plan) (Change, erro
 	if err != nil {
 		rec = nil
 	}
-	live, err := e.get(ctx, n, nil)
+	live, err := e.get(ctx, n, "")
 	if err != nil && !errcode.Is(err, errcode.NotFound) {
 		return c, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/openctl/openctl"
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/registry"
@@ -123,7 +124,7 @@ func TestCancelDuringRetryIsVisible(t *testing.T) {
 	p.ApplyHook = func(ctx context.Context, r *manifest.Resource) error {
 		return fmt.Errorf("boom: %w", errcode.Transient)
 	}
-	e := newEngine(t, p, openctl.WithRetry(openctl.RetryPolicy{Initial: time.Hour, Max: time.Hour, MaxAttempts: 5}))
+	e := newEngine(t, p, openctl.WithRetry(backoff.Policy{Initial: time.Hour, Max: time.Hour, MaxAttempts: 5}))
 	time.AfterFunc(50*time.Millisecond, cancel)
 	_, err := e.Apply(ctx, thing("a", nil))
 	require.Error(t, err)

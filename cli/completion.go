@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/openctl/openctl"
 	"github.com/openctl/openctl/state"
 )
 
@@ -77,7 +76,7 @@ func (a *app) recordsForCompletion(ctx context.Context, f state.Filter) []*state
 		return nil
 	}
 	defer s.close()
-	recs, err := openctl.ListRecords(ctx, s.store, f)
+	recs, err := s.engine.Records(ctx, f)
 	if err != nil {
 		return nil
 	}

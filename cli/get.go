@@ -59,7 +59,7 @@ provider configuration.`,
 			}
 			defer s.close()
 			// YAML and JSON are fed back to apply: they need the secret
-			// spec fields, as [redacted] (see openctl.Recorded).
+			// spec fields, as [redacted] (see openctl.InventoryOptions).
 			withSecrets := f == output.YAML || f == output.JSON
 			apiVersion := apiVersionOf(kr)
 			inv, err := s.engine.Inventory(cmd.Context(), apiVersion, kr.Kind.Kind, openctl.InventoryOptions{
@@ -122,7 +122,7 @@ func (a *app) describeCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			found, err := s.engine.Lookup(ctx, id)
+			found, err := s.engine.Get(ctx, id)
 			if err != nil {
 				return err
 			}

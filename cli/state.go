@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/openctl/openctl"
 	"github.com/openctl/openctl/config"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
@@ -66,7 +65,7 @@ opens no secret: it needs no passphrase.`,
 				return err
 			}
 			defer s.close()
-			recs, err := openctl.ListRecords(cmd.Context(), s.store, f)
+			recs, err := s.engine.Records(cmd.Context(), f)
 			if err != nil {
 				return err
 			}
@@ -163,7 +162,7 @@ the provider can (it hands the existing resource to the provider).`,
 				return err
 			}
 			defer unlock()
-			recs, err := openctl.ListRecords(ctx, s.store, state.Filter{})
+			recs, err := s.engine.Records(ctx, state.Filter{})
 			if err != nil {
 				return err
 			}

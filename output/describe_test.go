@@ -116,37 +116,3 @@ func TestDescribeRecordedLabels(t *testing.T) {
 	require.NoError(t, output.Describe(&b, r, rec, output.Options{Kind: vmKind, Now: clock}))
 	assert.Contains(t, b.String(), "Labels:       app=web\n              proxmox.openctl.io/context=lab\n              tier=live\n")
 }
-
-// TestRecorded: a record's secret spec fields come back as [redacted] —
-// what apply reads as "keep the sealed value" — and its status secrets
-// stay out; printed as YAML, that is what is shown.
-func TestRecorded(t *testing.T) {
-	assert.Nil(t, output.Recorded(nil))
-	rec := &state.Record{
-		APIVersion: apiVersion, Kind: "VirtualMachine", Name: "db-01",
-		Labels: map[string]string{"app": "db"},
-		Spec:   map[string]any{"cloudInit": map[string]any{"user": "ubuntu"}},
-		Status: map[string]any{"ip": "10.0.0.7"},
-		Secrets: map[string]secret.Secret{
-			"spec.cloudInit.password": secret.New("hunter2"),
-			"spec.auth.token":         secret.New("t0k3n"), // a map the split left empty and removed
-			"status.kubeconfig":       secret.New("apiVersion: v1"),
-		},
-	}
-	r := output.Recorded(rec)
-	assert.Equal(t, map[string]any{
-		"cloudInit": map[string]any{"user": "ubuntu", "password": secret.Redacted},
-		"auth":      map[string]any{"token": secret.Redacted},
-	}, r.Spec)
-	assert.Equal(t, map[string]any{"ip": "10.0.0.7"}, r.Status)
-	assert.Equal(t, map[string]string{"app": "db"}, r.Metadata.Labels)
-	assert.Equal(t, map[string]any{"user": "ubuntu"}, rec.Spec["cloudInit"], "the record is not modified")
-
-	var b bytes.Buffer
-	require.NoError(t, output.Print(&b, output.YAML, []*manifest.Resource{r}, output.Options{}))
-	assert.Contains(t, b.String(), `password: "[redacted]"`)
-	assert.NotContains(t, b.String(), "hunter2")
-
-	bare := &state.Record{APIVersion: apiVersion, Kind: "VirtualMachine", Name: "x", Spec: map[string]any{"a": int64(1)}}
-	assert.Equal(t, bare.Resource(), output.Recorded(bare), "no secrets: the same as Resource")
-}

@@ -47,9 +47,10 @@
 // every [secret.Secret] value reads "[redacted]" (see [Redact]). Spec
 // fields are not redacted by name in Print, so that output fed back to
 // apply sets what was applied; plans, which are never applied, also redact
-// fields named like secrets ("password", "token", ...). [Recorded] turns a
-// state record into the resource to print, its sealed secret spec fields
-// reading "[redacted]", which apply takes as "keep the sealed value".
+// fields named like secrets ("password", "token", ...). The engine's read
+// API (openctl.Engine.Inventory) gives recorded resources with their
+// sealed secret spec fields reading "[redacted]", which apply takes as
+// "keep the sealed value".
 //
 // # Concurrency
 //

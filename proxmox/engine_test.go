@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/openctl/openctl"
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/proxmox"
@@ -39,7 +40,7 @@ func fleet(n int, nodes ...string) []*manifest.Resource {
 func engine(t testing.TB, p *proxmox.Provider, concurrency int) *openctl.Engine {
 	t.Helper()
 	e, err := openctl.New(openctl.WithProviders(p), openctl.WithConcurrency(concurrency),
-		openctl.WithRetry(openctl.RetryPolicy{MaxAttempts: 8, Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond}))
+		openctl.WithRetry(backoff.Policy{MaxAttempts: 8, Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond}))
 	require.NoError(t, err)
 	return e
 }

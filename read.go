@@ -14,12 +14,59 @@ import (
 	"github.com/openctl/openctl/state"
 )
 
+// Found is one resource as [Engine.Get] found it: a plain value the
+// caller owns, safe for concurrent reads.
+type Found struct {
+	// Resource is the live resource as the provider reports it; for a
+	// Gone one, the resource as recorded (secret spec fields reading
+	// [secret.Redacted]), without status.
+	Resource *manifest.Resource
+	// Record is the resource's state record, read whole (its Secrets
+	// opened); nil when the state records none.
+	Record *state.Record
+	// Gone reports a recorded resource that no longer exists.
+	Gone bool
+}
+
+// Get reads one resource both live, through its provider, and as the
+// state records it. A resource that is neither live nor recorded is an
+// error matching errcode.NotFound; one that is recorded but no longer
+// exists is not an error: its Found is Gone. Get opens the record's
+// secrets (see "Reading" in the package documentation). A name that is
+// not a valid manifest name (a provider's read-only object named outside
+// openctl, such as a template "Ubuntu-24.04") is never recorded: the
+// state is not asked.
+func (e *Engine) Get(ctx context.Context, id manifest.ID) (*Found, error) {
+	f := &Found{}
+	if id.Validate() == nil {
+		rec, err := e.store.Get(ctx, id)
+		switch {
+		case err == nil:
+			f.Record = rec
+		case !errcode.Is(err, errcode.NotFound):
+			return nil, err
+		}
+	}
+	live, err := e.live(ctx, id)
+	switch {
+	case err == nil:
+		f.Resource = live
+	case errcode.Is(err, errcode.NotFound) && f.Record != nil:
+		f.Resource = recorded(f.Record)
+		f.Resource.Status = nil
+		f.Gone = true
+	default:
+		return nil, err
+	}
+	return f, nil
+}
+
 // InventoryOptions says what [Engine.Inventory] reads. The zero value
 // lists every resource of the kind, recorded and live, secrets sealed.
 type InventoryOptions struct {
 	// Names restricts the inventory to these resources, in this order. A
 	// name that is neither recorded nor live (with FromState: not
-	// recorded) is an error matching ErrNotFound. Empty means every
+	// recorded) is an error matching errcode.NotFound. Empty means every
 	// resource of the kind.
 	Names []string
 	// FromState reads the state only and contacts no provider: the
@@ -27,11 +74,11 @@ type InventoryOptions struct {
 	// needs no provider to be configured.
 	FromState bool
 	// WithSecrets opens the records whose secrets are sealed, so that
-	// their secret spec fields read [secret.Redacted] (see [Recorded])
-	// instead of being left out; a sealing store needs its passphrase.
-	// Set it when the resources are printed to be applied again: without
-	// it, such a resource applied again would drop its secrets. A record
-	// that cannot be opened is left out and its error returned.
+	// their secret spec fields read [secret.Redacted] instead of being
+	// left out; a sealing store needs its passphrase. Set it when the
+	// resources are printed to be applied again: without it, such a
+	// resource applied again would drop its secrets. A record that cannot
+	// be opened is left out and its error returned.
 	WithSecrets bool
 	// Concurrency bounds how many live reads run at once; 0 means the
 	// engine's concurrency (see WithConcurrency).
@@ -44,7 +91,8 @@ type InventoryOptions struct {
 type Inventory struct {
 	// Resources are, for names, in the order of InventoryOptions.Names;
 	// else sorted by name. A resource the state records has its labels
-	// and spec as recorded (see [Recorded]) and its live status (with
+	// and spec as recorded (secret spec fields reading
+	// [secret.Redacted], see WithSecrets) and its live status (with
 	// FromState, the recorded status); one it does not record is shown
 	// as the provider reports it.
 	Resources []*manifest.Resource
@@ -70,16 +118,16 @@ type Inventory struct {
 // errors.Is. An error listing the state or the provider returns a nil
 // Inventory.
 //
-// Records are listed without opening their secrets where the store allows
-// it (see [ListRecords]): unless WithSecrets is set, Inventory needs no
-// passphrase.
+// Records are listed as [Engine.Records] lists them, secrets sealed:
+// unless WithSecrets is set, Inventory needs no passphrase. The live
+// reads are retried like every provider call (see [WithRetry]).
 func (e *Engine) Inventory(ctx context.Context, apiVersion, kind string, opts InventoryOptions) (*Inventory, error) {
 	group, _, err := manifest.SplitAPIVersion(apiVersion)
 	if err != nil {
 		return nil, fmt.Errorf("openctl: inventory: %w", err)
 	}
 	idOf := func(name string) manifest.ID { return manifest.ID{APIVersion: apiVersion, Kind: kind, Name: name} }
-	recs, sealed, err := listRecordsSealed(ctx, e.store, state.Filter{Group: group, Kind: kind})
+	recs, sealed, err := e.records(ctx, state.Filter{Group: group, Kind: kind})
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +159,7 @@ func (e *Engine) Inventory(ctx context.Context, apiVersion, kind string, opts In
 				errs = append(errs, errcode.New(errcode.NotFound, fmt.Sprintf("openctl: %s is not recorded in the state", idOf(n).Short())))
 				continue
 			}
-			inv.Resources = append(inv.Resources, Recorded(rec))
+			inv.Resources = append(inv.Resources, recorded(rec))
 			inv.Records[rec.ID()] = rec
 		}
 		return inv, errors.Join(errs...)
@@ -119,7 +167,7 @@ func (e *Engine) Inventory(ctx context.Context, apiVersion, kind string, opts In
 
 	var others []*manifest.Resource // listed live, not recorded
 	if all {
-		live, err := e.List(ctx, apiVersion, kind)
+		live, err := e.list(ctx, apiVersion, kind)
 		if err != nil {
 			return nil, err
 		}
@@ -179,16 +227,16 @@ func (e *Engine) readWanted(ctx context.Context, wanted []wantedResource, n int,
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			live, err := e.Get(ctx, w.id)
+			live, err := e.live(ctx, w.id)
 			switch {
 			case err == nil && w.rec == nil:
 				out[i] = live
 			case err == nil:
-				r := Recorded(w.rec)
+				r := recorded(w.rec)
 				r.Status = live.Status
 				out[i] = r
 			case errcode.Is(err, errcode.NotFound) && w.rec != nil:
-				r := Recorded(w.rec)
+				r := recorded(w.rec)
 				r.Status = nil
 				out[i] = r
 				gone[i] = true
@@ -241,20 +289,21 @@ func (e *Engine) openSealed(ctx context.Context, recs []*state.Record, sealed ma
 	return out, unreadable, errs
 }
 
-// ListRecords lists the records of st that f matches, without opening
-// their secrets where the store keeps them sealed and allows it (a
-// [state.RawStore] such as the [state.FileStore]): listing needs no
-// passphrase and costs no key derivation. Records so listed have nil
-// Secrets. Other stores, and a [state.Memory], which keeps secrets in
-// clear, list them whole.
-func ListRecords(ctx context.Context, st state.Store, f state.Filter) ([]*state.Record, error) {
-	recs, _, err := listRecordsSealed(ctx, st, f)
+// Records lists the state records f matches. It never opens sealed
+// secrets (see "Reading" in the package documentation): where the store
+// keeps them sealed and allows it (a [state.RawStore] such as the
+// [state.FileStore]), a record so listed has nil Secrets, and listing
+// needs no passphrase and costs no key derivation. A [state.Memory],
+// which keeps secrets in clear, and other stores list records whole.
+func (e *Engine) Records(ctx context.Context, f state.Filter) ([]*state.Record, error) {
+	recs, _, err := e.records(ctx, f)
 	return recs, err
 }
 
-// listRecordsSealed is ListRecords that also returns the IDs of the
-// records whose secrets it left sealed.
-func listRecordsSealed(ctx context.Context, st state.Store, f state.Filter) ([]*state.Record, map[manifest.ID]bool, error) {
+// records is Records that also returns the IDs of the records whose
+// secrets it left sealed.
+func (e *Engine) records(ctx context.Context, f state.Filter) ([]*state.Record, map[manifest.ID]bool, error) {
+	st := e.store
 	raw, ok := st.(state.RawStore)
 	if _, inMemory := st.(*state.Memory); !ok || inMemory {
 		// A Memory's ExportRaw would seal the secrets it holds in clear,
@@ -279,18 +328,12 @@ func listRecordsSealed(ctx context.Context, st state.Store, f state.Filter) ([]*
 	return out, sealed, nil
 }
 
-// Recorded returns the resource a state record describes, as it was
-// applied: its labels, its spec as written and its last status, with
-// [secret.Redacted] at every spec field whose value the record keeps
-// sealed (rec.Secrets), where [state.Record.Resource] leaves the field
-// out. Printed and applied again, it keeps the secret — Apply reads
-// "[redacted]" in a secret spec field as "keep the sealed value" —
-// instead of removing it. A record read without its secrets (see
-// [ListRecords]) gives the same as rec.Resource(). A nil rec gives nil.
-func Recorded(rec *state.Record) *manifest.Resource {
-	if rec == nil {
-		return nil
-	}
+// recorded returns the resource rec describes, as it was applied: its
+// labels, its spec as written and its last status, with secret.Redacted
+// at every spec field whose value the record keeps sealed (rec.Secrets),
+// where state.Record.Resource leaves the field out. A record read
+// without its secrets gives the same as rec.Resource().
+func recorded(rec *state.Record) *manifest.Resource {
 	r := rec.Resource()
 	paths := make([]string, 0, len(rec.Secrets))
 	for p := range rec.Secrets {
@@ -308,47 +351,22 @@ func Recorded(rec *state.Record) *manifest.Resource {
 	return r
 }
 
-// Found is one resource as [Engine.Lookup] found it: a plain value the
-// caller owns, safe for concurrent reads.
-type Found struct {
-	// Resource is the live resource as the provider reports it; for a
-	// Gone one, the record's resource (state.Record.Resource).
-	Resource *manifest.Resource
-	// Record is the resource's state record, secrets opened; nil when
-	// the state records none.
-	Record *state.Record
-	// Gone reports a recorded resource that no longer exists.
-	Gone bool
+// live reads a resource through its provider, retrying transient errors.
+func (e *Engine) live(ctx context.Context, id manifest.ID) (*manifest.Resource, error) {
+	var out *manifest.Resource
+	_, err := e.retry(ctx, id, "", func(ctx context.Context) error {
+		return e.safe("get", id, func() (err error) { out, err = e.reg.Get(ctx, id); return err })
+	})
+	return out, err
 }
 
-// Lookup reads one resource both live, through its provider, and as the
-// state records it. A resource that is neither live nor recorded is an
-// error matching ErrNotFound; one that is recorded but no longer exists is
-// not an error: its Found is Gone. The record is read whole, secrets
-// opened (a sealing store needs its passphrase). A name that is not a
-// valid manifest name (a provider's read-only object named outside
-// openctl, such as a template "Ubuntu-24.04") is never recorded: the state
-// is not asked.
-func (e *Engine) Lookup(ctx context.Context, id manifest.ID) (*Found, error) {
-	f := &Found{}
-	if id.Validate() == nil {
-		rec, err := e.store.Get(ctx, id)
-		switch {
-		case err == nil:
-			f.Record = rec
-		case !errcode.Is(err, errcode.NotFound):
-			return nil, err
-		}
-	}
-	live, err := e.Get(ctx, id)
-	switch {
-	case err == nil:
-		f.Resource = live
-	case errcode.Is(err, errcode.NotFound) && f.Record != nil:
-		f.Resource = f.Record.Resource()
-		f.Gone = true
-	default:
-		return nil, err
-	}
-	return f, nil
+// list lists the live resources of a kind through their provider,
+// retrying transient errors.
+func (e *Engine) list(ctx context.Context, apiVersion, kind string) ([]*manifest.Resource, error) {
+	var out []*manifest.Resource
+	id := manifest.ID{APIVersion: apiVersion, Kind: kind}
+	_, err := e.retry(ctx, id, "", func(ctx context.Context) error {
+		return e.safe("list", id, func() (err error) { out, err = e.reg.List(ctx, apiVersion, kind); return err })
+	})
+	return out, err
 }
