@@ -20,31 +20,27 @@ import (
 // configuration; the real provider is built only when an action runs.
 func (a *app) providerCmds() []*cobra.Command {
 	var out []*cobra.Command
-	for _, spec := range providers {
-		p, err := spec.offline()
-		if err != nil {
-			continue // cannot happen for a compiled-in provider; it then has no action commands
-		}
-		act, ok := p.(registry.Actioner)
-		if !ok {
+	for _, d := range a.opts.Drivers {
+		info := d.Info()
+		if len(info.Actions) == 0 {
 			continue
 		}
 		pc := &cobra.Command{
-			Use:     spec.name,
-			Short:   fmt.Sprintf("Run an action of the %s provider on a resource", spec.name),
+			Use:     info.Name,
+			Short:   fmt.Sprintf("Run an action of the %s provider on a resource", info.Name),
 			GroupID: "providers",
 			Args:    cobra.NoArgs,
 		}
 		byName := map[string][]registry.ActionSpec{}
 		var names []string
-		for _, s := range act.Actions() {
+		for _, s := range info.Actions {
 			if _, ok := byName[s.Name]; !ok {
 				names = append(names, s.Name)
 			}
 			byName[s.Name] = append(byName[s.Name], s)
 		}
 		for _, name := range names {
-			pc.AddCommand(a.actionCmd(p, name, byName[name]))
+			pc.AddCommand(a.actionCmd(info, name, byName[name]))
 		}
 		out = append(out, pc)
 	}
@@ -52,9 +48,9 @@ func (a *app) providerCmds() []*cobra.Command {
 }
 
 // actionCmd is the command of one action, offered for one or more kinds.
-func (a *app) actionCmd(p registry.Provider, name string, specs []registry.ActionSpec) *cobra.Command {
+func (a *app) actionCmd(p registry.DriverInfo, name string, specs []registry.ActionSpec) *cobra.Command {
 	kinds := map[string]registry.Kind{}
-	for _, k := range p.Kinds() {
+	for _, k := range p.Kinds {
 		kinds[k.Kind] = k
 	}
 	var kindNames []string // as users type them: the first short name, else the plural
@@ -70,7 +66,7 @@ func (a *app) actionCmd(p registry.Provider, name string, specs []registry.Actio
 		long += "\n\n" + specs[0].Long
 	}
 	long += "\n\nKinds: " + strings.Join(kindHelp, ", ")
-	example := fmt.Sprintf("  openctl %s %s %s NAME", p.Name(), name, kindNames[0])
+	example := fmt.Sprintf("  openctl %s %s %s NAME", p.Name, name, kindNames[0])
 
 	var sandbox bool
 	// values holds a getter per declared argument, by argument name.
@@ -91,12 +87,12 @@ func (a *app) actionCmd(p registry.Provider, name string, specs []registry.Actio
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			kr, err := resolveKind(args[0])
+			kr, err := a.resolveKind(args[0])
 			if err != nil {
 				return err
 			}
-			if kr.Provider != p.Name() {
-				return usagef("%s is served by the %s provider, not %s", args[0], kr.Provider, p.Name())
+			if kr.Provider != p.Name {
+				return usagef("%s is served by the %s provider, not %s", args[0], kr.Provider, p.Name)
 			}
 			if !slices.ContainsFunc(specs, func(s registry.ActionSpec) bool { return s.Kind == kr.Kind.Kind }) {
 				return usagef("%s has no action %q (it applies to %s)", kr.Kind.Kind, name, strings.Join(kindNames, ", "))
@@ -193,8 +189,8 @@ func typedName(k registry.Kind) string {
 // resolveKind finds a kind by any name a user types (kind, plural, short
 // name, optionally "vm.proxmox"), among the kinds of the compiled-in
 // providers. An unknown name is an Invalid error listing the kinds.
-func resolveKind(name string) (registry.KindRef, error) {
-	reg, err := offlineRegistry()
+func (a *app) resolveKind(name string) (registry.KindRef, error) {
+	reg, err := a.offlineRegistry()
 	if err != nil {
 		return registry.KindRef{}, err
 	}
@@ -216,5 +212,5 @@ func apiVersionOf(kr registry.KindRef) string {
 	if len(kr.Kind.Versions) > 0 {
 		v = kr.Kind.Versions[0]
 	}
-	return kr.Provider + manifest.APIGroupSuffix + "/" + v
+	return kr.Group + "/" + v
 }

@@ -117,7 +117,7 @@ configuration or $OPENCTL_APPLY_CONCURRENCY (default 4).`,
 
 // runOp runs an apply or delete of ids with live progress and a summary.
 func (a *app) runOp(ctx context.Context, rf runFlags, name string, ids []manifest.ID, op func(context.Context, *openctl.Engine) (*openctl.Report, error)) error {
-	pr := progress.New(a.stdout, progress.Mode(a.progress), progress.WithNames(typedNames()))
+	pr := progress.New(a.stdout, progress.Mode(a.progress), progress.WithNames(a.typedNames()))
 	defer pr.Close()
 	// Log lines and the Ctrl-C notice go above the live view, not across it.
 	defer a.stderr.through(pr.Interleave)()
@@ -205,7 +205,7 @@ func (a *app) plan(ctx context.Context, m manifestFlags, rf runFlags, dot, detai
 	if dot {
 		_, err = fmt.Fprint(a.stdout, p.DOT())
 	} else {
-		err = output.WritePlan(a.stdout, p, output.PlanOptions{Color: colorOK(a.stdout), Names: typedNames()})
+		err = output.WritePlan(a.stdout, p, output.PlanOptions{Color: colorOK(a.stdout), Names: a.typedNames()})
 	}
 	if err != nil {
 		return err
@@ -217,8 +217,8 @@ func (a *app) plan(ctx context.Context, m manifestFlags, rf runFlags, dot, detai
 }
 
 // typedNames renders IDs the way users type them ("vm/web-01").
-func typedNames() func(manifest.ID) string {
-	reg, err := offlineRegistry()
+func (a *app) typedNames() func(manifest.ID) string {
+	reg, err := a.offlineRegistry()
 	if err != nil {
 		return output.NameOf
 	}
@@ -277,7 +277,7 @@ refused, naming the owner. A resource that is already gone is not an error.`,
 					ids = append(ids, r.ID())
 				}
 			case len(args) >= 2:
-				kr, err := resolveKind(args[0])
+				kr, err := a.resolveKind(args[0])
 				if err != nil {
 					return err
 				}

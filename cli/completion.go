@@ -15,8 +15,8 @@ import (
 // secret is opened). Failures complete nothing.
 
 // completeKinds returns the kind names users type.
-func completeKinds() []string {
-	reg, err := offlineRegistry()
+func (a *app) completeKinds() []string {
+	reg, err := a.offlineRegistry()
 	if err != nil {
 		return nil
 	}
@@ -33,18 +33,18 @@ func completeKinds() []string {
 // completeKindAndNames completes "KIND NAME...".
 func (a *app) completeKindAndNames(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 	if len(args) == 0 {
-		return completeKinds(), cobra.ShellCompDirectiveNoFileComp
+		return a.completeKinds(), cobra.ShellCompDirectiveNoFileComp
 	}
 	return a.completeNames(cmd.Context(), args[0]), cobra.ShellCompDirectiveNoFileComp
 }
 
 // completeNames returns the names of the recorded resources of a kind.
 func (a *app) completeNames(ctx context.Context, kind string) []string {
-	kr, err := resolveKind(kind)
+	kr, err := a.resolveKind(kind)
 	if err != nil {
 		return nil
 	}
-	recs := a.recordsForCompletion(ctx, state.Filter{Provider: kr.Provider, Kind: kr.Kind.Kind})
+	recs := a.recordsForCompletion(ctx, state.Filter{Group: kr.Group, Kind: kr.Kind.Kind})
 	out := make([]string, 0, len(recs))
 	for _, r := range recs {
 		out = append(out, r.Name)
@@ -57,7 +57,7 @@ func (a *app) completeRefs(cmd *cobra.Command, _ []string, toComplete string) ([
 	var out []string
 	for _, r := range a.recordsForCompletion(cmd.Context(), state.Filter{}) {
 		ref := strings.ToLower(r.Kind) + "/" + r.Name
-		if kr, err := resolveKind(r.Kind); err == nil {
+		if kr, err := a.resolveKind(r.Kind); err == nil {
 			ref = typedName(kr.Kind) + "/" + r.Name
 		}
 		if strings.HasPrefix(ref, toComplete) {

@@ -49,7 +49,7 @@ provider configuration.`,
 			if err != nil {
 				return usagef("-l: %v", err)
 			}
-			kr, err := resolveKind(args[0])
+			kr, err := a.resolveKind(args[0])
 			if err != nil {
 				return err
 			}
@@ -112,7 +112,7 @@ func (a *app) describeCmd() *cobra.Command {
 		ValidArgsFunction: a.completeKindAndNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			kr, err := resolveKind(args[0])
+			kr, err := a.resolveKind(args[0])
 			if err != nil {
 				return err
 			}

@@ -12,7 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/progress"
+	"github.com/openctl/openctl/state"
 )
 
 // The exit codes.
@@ -37,6 +39,10 @@ const exitCodesHelp = `Exit codes:
 // app holds what every command shares: the streams, the global flags and
 // what they lead to. It lives for one run.
 type app struct {
+	opts     Options
+	backends state.Backends      // the state stores by DSN scheme
+	env      func(string) string // the environment; nil means os.Getenv
+
 	stdin  io.Reader
 	stdout io.Writer
 	stderr *switchWriter
@@ -81,8 +87,12 @@ func usagef(format string, args ...any) error {
 }
 
 // run executes the command line args and returns the process exit code.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: newSwitchWriter(stderr), log: slog.New(slog.DiscardHandler)}
+func run(ctx context.Context, opts Options, args []string, stdin io.Reader, stdout io.Writer, stderr *switchWriter) int {
+	a, err := newApp(opts, stdin, stdout, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "openctl: "+err.Error())
+		return exitFailure
+	}
 	root := a.rootCmd()
 	root.InitDefaultCompletionCmd(args...)
 	requireSubcommand(root)
@@ -163,19 +173,18 @@ func (a *app) rootCmd() *cobra.Command {
 		Use:   "openctl",
 		Short: "Declarative infrastructure from Kubernetes-style manifests",
 		Long: `openctl applies Kubernetes-style manifests (apiVersion, kind, metadata, spec)
-through the providers compiled into it — Proxmox VE virtual machines — in
+through the providers compiled into it (` + a.providerSummary() + `) in
 dependency order and in parallel, and remembers what it did in its state
-(files under ~/.openctl/state, or PostgreSQL), so that applying the same
+(files under ~/.openctl/state, or a database), so that applying the same
 manifests again changes nothing.
 
-Try it without any setup against the built-in Proxmox VE simulator:
+Try it without any setup against the providers' built-in simulators:
 
   openctl apply --sandbox -f examples/vms.yaml
 
 Configuration: ~/.openctl/config.yaml (--config, $OPENCTL_CONFIG), or for CI
-only environment variables: OPENCTL_PROXMOX_URL, OPENCTL_PROXMOX_TOKEN_ID,
-OPENCTL_PROXMOX_TOKEN_SECRET, OPENCTL_PROXMOX_FINGERPRINT, OPENCTL_HOME,
-OPENCTL_STATE_DSN, OPENCTL_STATE_PASSPHRASE, OPENCTL_APPLY_CONCURRENCY.
+only environment variables: OPENCTL_HOME, OPENCTL_STATE_DSN,
+OPENCTL_STATE_PASSPHRASE, OPENCTL_APPLY_CONCURRENCY` + a.envHelp() + `.
 
 ` + exitCodesHelp,
 		SilenceUsage:  true,
@@ -188,7 +197,7 @@ OPENCTL_STATE_DSN, OPENCTL_STATE_PASSPHRASE, OPENCTL_APPLY_CONCURRENCY.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.configPath, "config", "", "configuration file (default $OPENCTL_CONFIG, else ~/.openctl/config.yaml)")
-	pf.StringVar(&a.contextName, "context", "", "provider context to use instead of the configured default")
+	pf.StringVar(&a.contextName, "context", "", "provider context to use instead of the configured default: NAME for every provider that has it, or PROVIDER=NAME[,PROVIDER=NAME...]")
 	pf.StringVar(&a.progress, "progress", "auto", "progress display: auto, tty, plain or quiet")
 	pf.BoolVarP(&a.quiet, "quiet", "q", false, "print only errors and requested output (same as --progress quiet)")
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "log debug diagnostics to stderr")
@@ -201,8 +210,14 @@ OPENCTL_STATE_DSN, OPENCTL_STATE_PASSPHRASE, OPENCTL_APPLY_CONCURRENCY.
 		c.GroupID = "resources"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{a.stateCmd(), a.configCmd(), newSandboxCmd(a)} {
+	for _, c := range []*cobra.Command{a.stateCmd(), a.configCmd()} {
 		c.GroupID = "state"
+		root.AddCommand(c)
+	}
+	for _, c := range a.opts.Commands {
+		if c.GroupID == "" {
+			c.GroupID = "state"
+		}
 		root.AddCommand(c)
 	}
 	root.AddCommand(a.versionCmd())
@@ -211,6 +226,36 @@ OPENCTL_STATE_DSN, OPENCTL_STATE_PASSPHRASE, OPENCTL_APPLY_CONCURRENCY.
 	}
 	root.AddGroup(&cobra.Group{ID: "providers", Title: "Provider actions:"})
 	return root
+}
+
+// providerSummary names the compiled-in providers and their groups, for
+// help texts.
+func (a *app) providerSummary() string {
+	var parts []string
+	for _, d := range a.opts.Drivers {
+		info := d.Info()
+		groups := info.Groups
+		if len(groups) == 0 {
+			groups = []string{info.Name + manifest.APIGroupSuffix}
+		}
+		parts = append(parts, info.Name+": "+strings.Join(groups, ", "))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// envHelp lists the drivers' environment variables for help texts, each
+// preceded by ", ".
+func (a *app) envHelp() string {
+	var b strings.Builder
+	for _, d := range a.opts.Drivers {
+		for _, v := range d.Info().Env {
+			b.WriteString(", " + v.Name)
+		}
+	}
+	return b.String()
 }
 
 // setup runs before every command: it checks the global flags and sets up

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/openctl/openctl/config"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/output"
@@ -47,18 +47,18 @@ opens no secret: it needs no passphrase.`,
 		Args: cobra.MaximumNArgs(1),
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			if len(args) == 0 {
-				return completeKinds(), cobra.ShellCompDirectiveNoFileComp
+				return a.completeKinds(), cobra.ShellCompDirectiveNoFileComp
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var f state.Filter
 			if len(args) == 1 {
-				kr, err := resolveKind(args[0])
+				kr, err := a.resolveKind(args[0])
 				if err != nil {
 					return err
 				}
-				f = state.Filter{Provider: kr.Provider, Kind: kr.Kind.Kind}
+				f = state.Filter{Group: kr.Group, Kind: kr.Kind.Kind}
 			}
 			s, err := a.openStore(cmd.Context())
 			if err != nil {
@@ -86,12 +86,12 @@ opens no secret: it needs no passphrase.`,
 
 // parseRef reads "KIND/NAME", the kind in any form users type (vm,
 // VirtualMachine, virtualmachines).
-func parseRef(s string) (manifest.ID, error) {
+func (a *app) parseRef(s string) (manifest.ID, error) {
 	kind, name, ok := strings.Cut(s, "/")
 	if !ok || kind == "" || name == "" {
 		return manifest.ID{}, usagef("%q: want KIND/NAME, e.g. vm/web-01", s)
 	}
-	kr, err := resolveKind(kind)
+	kr, err := a.resolveKind(kind)
 	if err != nil {
 		return manifest.ID{}, err
 	}
@@ -111,7 +111,7 @@ func (a *app) stateShowCmd() *cobra.Command {
 			if format != "yaml" && format != "json" {
 				return usagef("-o: want yaml or json, got %q", format)
 			}
-			id, err := parseRef(args[0])
+			id, err := a.parseRef(args[0])
 			if err != nil {
 				return err
 			}
@@ -146,7 +146,7 @@ the provider can (it hands the existing resource to the provider).`,
 			ctx := cmd.Context()
 			var ids []manifest.ID
 			for _, arg := range args {
-				id, err := parseRef(arg)
+				id, err := a.parseRef(arg)
 				if err != nil {
 					return err
 				}
@@ -242,7 +242,7 @@ file store in DIR.
 Copying refuses, changing nothing, when the target holds a different resource
 under the same name or a newer version of one. Copying again is safe. The
 source is left as it was; point the configuration at the new store
-(state.dsn / state.dir, or $OPENCTL_STATE_DSN) to use it.`,
+(state.dsn, or $OPENCTL_STATE_DSN) to use it.`,
 		Example: `  openctl state migrate --to postgres://openctl@db.lab:5432/openctl
   openctl state migrate --from "$OPENCTL_STATE_DSN" --to file:$HOME/.openctl/state`,
 		Args: cobra.NoArgs,
@@ -256,12 +256,12 @@ source is left as it was; point the configuration at the new store
 				srcName string
 			)
 			if from != "" {
-				st, closeSrc, err := config.OpenStoreAt(ctx, from, config.StoreOptions{Logger: a.log})
+				st, err := a.openDSN(ctx, from)
 				if err != nil {
 					return fmt.Errorf("--from: %w", err)
 				}
-				defer closeSrc()
-				src, srcName = st, config.MaskDSN(from)
+				defer closeStore(st)
+				src, srcName = st, state.MaskDSN(from)
 			} else {
 				s, err := a.openStore(ctx)
 				if err != nil {
@@ -270,11 +270,11 @@ source is left as it was; point the configuration at the new store
 				defer s.close()
 				src, srcName = s.store, storeName(s.store)
 			}
-			dst, closeDst, err := config.OpenStoreAt(ctx, to, config.StoreOptions{Logger: a.log})
+			dst, err := a.openDSN(ctx, to)
 			if err != nil {
 				return fmt.Errorf("--to: %w", err)
 			}
-			defer closeDst()
+			defer closeStore(dst)
 			rs, ok1 := src.(state.RawStore)
 			rd, ok2 := dst.(state.RawStore)
 			if !ok1 || !ok2 {
@@ -284,8 +284,8 @@ source is left as it was; point the configuration at the new store
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "copied %d records from %s to %s\n", n, srcName, config.MaskDSN(to))
-			a.note("openctl: the source is unchanged; point state.dsn or state.dir in the configuration (or $OPENCTL_STATE_DSN) at the new store to use it")
+			fmt.Fprintf(a.stdout, "copied %d records from %s to %s\n", n, srcName, state.MaskDSN(to))
+			a.note("openctl: the source is unchanged; point state.dsn in the configuration (or $OPENCTL_STATE_DSN) at the new store to use it")
 			return nil
 		},
 	}
@@ -300,4 +300,11 @@ func storeName(st state.Store) string {
 		return "file:" + fs.Dir()
 	}
 	return fmt.Sprintf("the configured %T store", st)
+}
+
+// closeStore releases a store that holds resources (a connection pool).
+func closeStore(st state.Store) {
+	if c, ok := st.(io.Closer); ok {
+		_ = c.Close()
+	}
 }

@@ -1,12 +1,17 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/openctl/openctl"
 	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/registry"
 )
 
@@ -18,10 +23,10 @@ func (a *app) validateCmd() *cobra.Command {
 		Long: `Check manifests without contacting any server or reading the state: that
 they decode (strictly: unknown fields, wrong types and duplicates are errors
 naming file and line), that their apiVersion and kind are served, that their
-$refs are well-formed, and — when a Proxmox VE context is configured — that
-their specs are valid for the provider (required fields, ranges, the context
-named in spec.context). Without a configuration only the first three are
-checked, and validate says so.`,
+$refs are well-formed, and — for each provider that is configured — that
+their specs are valid for it (required fields, ranges, the context named in
+spec.context). For a provider without a configuration only the first three
+are checked, and validate says so.`,
 		Example: `  openctl validate -f examples/vms.yaml
   openctl validate -f infra/ -R`,
 		Args: cobra.NoArgs,
@@ -30,7 +35,7 @@ checked, and validate says so.`,
 			if err != nil {
 				return err
 			}
-			reg, unchecked, err := a.validationRegistry()
+			reg, unchecked, err := a.validationRegistry(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -41,7 +46,7 @@ checked, and validate says so.`,
 			if err := eng.Validate(cmd.Context(), rs...); err != nil {
 				return errcode.Wrap(errcode.Invalid, fmt.Sprintf("%d %s checked", len(rs), plural(len(rs), "resource", "resources")), err)
 			}
-			for _, name := range unchecked {
+			for _, name := range unchecked.names() {
 				a.note("openctl: the %s provider is not configured: checked decoding, kinds and $refs of its resources, not their specs", name)
 			}
 			if !a.quiet {
@@ -54,33 +59,58 @@ checked, and validate says so.`,
 	return cmd
 }
 
-// validationRegistry returns the providers to validate with: built from
-// the configuration where it has them, else the offline instances, whose
-// Validate is not called (it would check spec.context against a made-up
-// configuration); their names are returned in unchecked.
-func (a *app) validationRegistry() (reg *registry.Registry, unchecked []string, err error) {
+// validationRegistry returns the providers to validate with: each opened
+// from the configuration when a resource routes to it and it is
+// configured, else a stand-in without a Validator (its kinds only), whose
+// name is added to unchecked.
+func (a *app) validationRegistry(ctx context.Context) (reg *registry.Registry, unchecked *nameSet, err error) {
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return nil, nil, err
 	}
-	reg = &registry.Registry{}
-	for _, spec := range providers {
-		var p registry.Provider
-		if len(cfg.Contexts(spec.name)) == 0 {
-			unchecked = append(unchecked, spec.name)
-			p, err = spec.offline()
-			p = unvalidated{p}
-		} else {
-			p, err = spec.open(cfg, a.contextName, a.log)
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := reg.Register(p); err != nil {
+	sel, err := a.contextSelection(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, unchecked = &registry.Registry{}, &nameSet{}
+	for _, d := range a.opts.Drivers {
+		if err := reg.RegisterDriver(d, func() (registry.Provider, error) {
+			dc, err := a.providerConfig(cfg, sel, d)
+			if err != nil {
+				return nil, err
+			}
+			info := d.Info()
+			if len(dc.Contexts()) == 0 {
+				unchecked.add(info.Name)
+				return unvalidated{info}, nil
+			}
+			return d.Open(ctx, dc, registry.OpenOptions{Logger: a.log})
+		}); err != nil {
 			return nil, nil, err
 		}
 	}
 	return reg, unchecked, nil
+}
+
+// nameSet is a set of names, safe for concurrent use.
+type nameSet struct {
+	mu  sync.Mutex
+	set map[string]bool
+}
+
+func (s *nameSet) add(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.set == nil {
+		s.set = map[string]bool{}
+	}
+	s.set[name] = true
+}
+
+func (s *nameSet) names() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.set))
 }
 
 func where(file string, line int) string {
@@ -100,6 +130,21 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// unvalidated hides an offline provider's Validator (and every other
-// optional interface) from the engine.
-type unvalidated struct{ registry.Provider }
+// unvalidated stands in for a provider that is not configured: it
+// serves its kinds for routing and validates nothing; it is never asked
+// to read or change anything (validate only validates).
+type unvalidated struct{ info registry.DriverInfo }
+
+func (u unvalidated) Name() string           { return u.info.Name }
+func (u unvalidated) Kinds() []registry.Kind { return u.info.Kinds }
+func (u unvalidated) Groups() []string       { return u.info.Groups }
+func (u unvalidated) Get(context.Context, manifest.ID) (*manifest.Resource, error) {
+	return nil, u.notConfigured()
+}
+func (u unvalidated) Apply(context.Context, *manifest.Resource) (*manifest.Resource, error) {
+	return nil, u.notConfigured()
+}
+func (u unvalidated) Delete(context.Context, manifest.ID) error { return u.notConfigured() }
+func (u unvalidated) notConfigured() error {
+	return errcode.New(errcode.Invalid, "openctl: the "+u.info.Name+" provider is not configured")
+}

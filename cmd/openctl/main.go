@@ -9,21 +9,30 @@
 //	openctl get vms -o wide
 //	openctl proxmox reboot vm web-01
 //
-// The command is thin: every behaviour lives in the library packages
-// (github.com/openctl/openctl and below), so that a program embedding
-// the engine gets the same. Run "openctl --help" for the commands and the
-// exit codes.
+// Everything but the list below lives in package cli and the library
+// beneath it: a team's own openctl is this file with one more driver (see
+// examples/custom-cli). Run "openctl --help" for the commands and the exit
+// codes.
 package main
 
 import (
-	"context"
-	"os"
+	"github.com/spf13/cobra"
+
+	"github.com/openctl/openctl/cli"
+	"github.com/openctl/openctl/proxmox"
+	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/state"
+	"github.com/openctl/openctl/state/postgres"
 )
 
-func main() {
-	stderr := newSwitchWriter(os.Stderr)
-	ctx, stop := notifyContext(context.Background(), stderr)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, stderr)
-	stop()
-	os.Exit(code)
+// options is the reference binary: its providers, its state backends and
+// the Proxmox VE simulator server as "openctl sandbox".
+func options() cli.Options {
+	return cli.Options{
+		Drivers:  []registry.Driver{proxmox.Driver{}},
+		Backends: []state.Backend{state.FileBackend{}, postgres.Backend{}},
+		Commands: []*cobra.Command{sandboxCmd()},
+	}
 }
+
+func main() { cli.Main(options()) }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/proxmox/proxmoxtest"
 )
 
@@ -18,26 +19,9 @@ type sandboxInfo struct {
 	Fingerprint string `json:"fingerprint"`
 }
 
-// defaultSharedStorage is the storage, shared by all nodes, that holds the
-// sandbox's template, so that VMs can be cloned onto any node.
-const defaultSharedStorage = "ceph"
-
-// sandboxLayout returns the simulator options of the sandbox cluster:
-// nodes pve1..pveN and, when shared is not empty, an RBD storage of that
-// name shared by all nodes holding the cloud-init template, so that
-// VMs can be cloned onto any node (from local storage Proxmox clones
-// only onto the template's own node).
-func sandboxLayout(nodes int, shared string) []proxmoxtest.Option {
-	opts := []proxmoxtest.Option{proxmoxtest.WithNodes(nodes)}
-	if shared != "" {
-		t := proxmoxtest.DefaultTemplate()
-		t.Storage = shared
-		opts = append(opts, proxmoxtest.WithSharedStorage(shared), proxmoxtest.WithTemplates(t))
-	}
-	return opts
-}
-
-func newSandboxCmd(a *app) *cobra.Command {
+// sandboxCmd is "openctl sandbox": the Proxmox VE simulator as a server,
+// for CI jobs that run openctl plan against it.
+func sandboxCmd() *cobra.Command {
 	var (
 		listen string
 		nodes  int
@@ -64,10 +48,10 @@ It serves until SIGINT or SIGTERM. --listen 127.0.0.1:0 picks a free port.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context() // cancelled by SIGINT and SIGTERM (see notifyContext)
 			log := slog.New(slog.DiscardHandler)
-			if a.verbose {
-				log = a.log
+			if v, err := cmd.Flags().GetBool("verbose"); err == nil && v {
+				log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 			}
-			srv, err := proxmoxtest.New(append(sandboxLayout(nodes, shared),
+			srv, err := proxmoxtest.New(append(proxmoxtest.SandboxLayout(nodes, shared),
 				proxmoxtest.WithSeed(seed),
 				proxmoxtest.WithSpeed(speed),
 				proxmoxtest.WithLatencies(lat),
@@ -75,10 +59,10 @@ It serves until SIGINT or SIGTERM. --listen 127.0.0.1:0 picks a free port.`,
 				proxmoxtest.WithLogger(log),
 			)...)
 			if err != nil {
-				return &usageError{err: err}
+				return fmt.Errorf("sandbox: %w", errcode.Wrap(errcode.Invalid, "", err))
 			}
 			if err := srv.Start(listen); err != nil {
-				return &usageError{err: err}
+				return fmt.Errorf("sandbox: %w", errcode.Wrap(errcode.Invalid, "", err))
 			}
 			defer srv.Close()
 
@@ -100,7 +84,7 @@ It serves until SIGINT or SIGTERM. --listen 127.0.0.1:0 picks a free port.`,
 	f.IntVar(&nodes, "nodes", 3, "number of cluster nodes (pve1..pveN)")
 	f.Int64Var(&seed, "seed", 1, "seed for fault injection, PIDs, MAC addresses and host keys")
 	f.Float64Var(&speed, "speed", 1, "divide every simulated latency by this factor")
-	f.StringVar(&shared, "shared-storage", defaultSharedStorage, `name of a storage shared by all nodes that holds the template ("" for none)`)
+	f.StringVar(&shared, "shared-storage", proxmoxtest.DefaultSharedStorage, `name of a storage shared by all nodes that holds the template ("" for none)`)
 
 	f.DurationVar(&lat.Clone, "clone-latency", lat.Clone, "duration of a clone task")
 	f.DurationVar(&lat.Start, "start-latency", lat.Start, "duration of a start task")

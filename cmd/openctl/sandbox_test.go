@@ -21,6 +21,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/openctl/openctl/cli"
 )
 
 func TestSandbox(t *testing.T) {
@@ -138,7 +140,7 @@ func TestSandboxFaultFlags(t *testing.T) {
 	var stderr bytes.Buffer
 	code := make(chan int, 1)
 	go func() {
-		c := run(runCtx, []string{"sandbox", "--listen", "127.0.0.1:0", "--nodes", "1",
+		c := cli.Run(runCtx, options(), []string{"sandbox", "--listen", "127.0.0.1:0", "--nodes", "1",
 			"--fault-error-rate", "1", "--fault-routes", "GET /nodes"}, strings.NewReader(""), pw, &stderr)
 		_ = pw.Close()
 		code <- c
@@ -179,7 +181,7 @@ func TestSandboxFlagErrors(t *testing.T) {
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			code := run(t.Context(), args, strings.NewReader(""), &out, &errOut)
+			code := cli.Run(t.Context(), options(), args, strings.NewReader(""), &out, &errOut)
 			assert.Equal(t, exitInvalid, code, "invalid flags are usage errors")
 			assert.Empty(t, out.String())
 			assert.True(t, strings.HasPrefix(errOut.String(), "openctl: "), errOut.String())

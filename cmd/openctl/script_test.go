@@ -138,7 +138,7 @@ func cmdSandboxStart(ts *testscript.TestScript, neg bool, args []string) {
 	fs := flag.NewFlagSet("sandbox-start", flag.ContinueOnError)
 	speed := fs.Float64("speed", 20, "latency divisor")
 	ts.Check(fs.Parse(args))
-	srv, err := proxmoxtest.New(append(sandboxLayout(3, defaultSharedStorage), proxmoxtest.WithSpeed(*speed))...)
+	srv, err := proxmoxtest.New(append(proxmoxtest.SandboxLayout(3, proxmoxtest.DefaultSharedStorage), proxmoxtest.WithSpeed(*speed))...)
 	ts.Check(err)
 	ts.Check(srv.Start("127.0.0.1:0"))
 	ts.Defer(srv.Close)
