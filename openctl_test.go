@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -88,6 +89,11 @@ func TestApplyRecreatesDriftedResource(t *testing.T) {
 func TestApplyParallelWithinBound(t *testing.T) {
 	p := newTestProvider()
 	var inFlight, peak atomic.Int32
+	// The first applies hold until three are in flight, then all return
+	// at once: the peak is reached by design, not by timing, and an
+	// engine above its bound would go past it.
+	full := make(chan struct{})
+	var fill sync.Once
 	p.ApplyHook = func(ctx context.Context, r *manifest.Resource) error {
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
@@ -97,8 +103,11 @@ func TestApplyParallelWithinBound(t *testing.T) {
 				break
 			}
 		}
+		if n >= 3 {
+			fill.Do(func() { close(full) })
+		}
 		select {
-		case <-time.After(20 * time.Millisecond):
+		case <-full:
 		case <-ctx.Done():
 		}
 		return nil
@@ -433,8 +442,12 @@ func TestApplyLockHeld(t *testing.T) {
 	assert.Zero(t, p.Calls().Writes())
 
 	// With a lock wait, the apply proceeds once the holder lets go.
-	e = newEngine(t, p, openctl.WithStore(st), openctl.WithLockWait(5*time.Second))
-	go func() { time.Sleep(50 * time.Millisecond); _ = unlock() }()
+	// The holder lets go once the engine logs that it is waiting.
+	waiting := make(chan struct{})
+	var once sync.Once
+	logger := slog.New(&onMessage{msg: "waiting for state lock", fn: func() { once.Do(func() { close(waiting) }) }})
+	e = newEngine(t, p, openctl.WithStore(st), openctl.WithLockWait(time.Minute), openctl.WithLogger(logger))
+	go func() { <-waiting; _ = unlock() }()
 	_, err = e.Apply(ctx, thing("a", nil))
 	require.NoError(t, err)
 }
@@ -566,3 +579,20 @@ func TestWithRegistryShared(t *testing.T) {
 	_, err = openctl.New(openctl.WithStore(nil))
 	assert.True(t, errors.Is(err, errcode.Invalid))
 }
+
+// onMessage is a slog.Handler that calls fn for every record whose message
+// is msg, and discards everything.
+type onMessage struct {
+	msg string
+	fn  func()
+}
+
+func (h *onMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (h *onMessage) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.fn()
+	}
+	return nil
+}
+func (h *onMessage) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *onMessage) WithGroup(string) slog.Handler      { return h }

@@ -100,11 +100,10 @@ func TestCancelAfterProviderWriteKeepsRecord(t *testing.T) {
 	// Cancelled while waiting for readiness: recorded, but without a spec
 	// hash, so the next apply calls the provider (and waits) again.
 	tp := newTestProvider()
-	tp.ready = func(*manifest.Resource) (bool, string, error) { return false, "booting", nil }
 	ctx, cancel = context.WithCancel(t.Context())
-	tp.ApplyHook = func(context.Context, *manifest.Resource) error {
-		time.AfterFunc(20*time.Millisecond, cancel)
-		return nil
+	tp.ready = func(*manifest.Resource) (bool, string, error) {
+		cancel() // ^C while the engine waits for readiness
+		return false, "booting", nil
 	}
 	st = state.NewMemory()
 	e = newEngine(t, readyProvider{tp}, openctl.WithStore(st), openctl.WithReadyPolicy(openctl.ReadyPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}))
@@ -124,8 +123,13 @@ func TestCancelDuringRetryIsVisible(t *testing.T) {
 	p.ApplyHook = func(ctx context.Context, r *manifest.Resource) error {
 		return fmt.Errorf("boom: %w", errcode.Transient)
 	}
-	e := newEngine(t, p, openctl.WithRetry(backoff.Policy{Initial: time.Hour, Max: time.Hour, MaxAttempts: 5}))
-	time.AfterFunc(50*time.Millisecond, cancel)
+	// ^C during the first (hour-long) wait between attempts.
+	e := newEngine(t, p, openctl.WithRetry(backoff.Policy{Initial: time.Hour, Max: time.Hour, MaxAttempts: 5}),
+		openctl.WithObserver(func(ev openctl.Event) {
+			if ev.Type == openctl.EventRetrying {
+				cancel()
+			}
+		}))
 	_, err := e.Apply(ctx, thing("a", nil))
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, context.Canceled), "cancellation is in the error chain: %v", err)

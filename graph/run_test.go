@@ -84,13 +84,26 @@ func TestRunConcurrencyBound(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := graphtest.Random(120, 200, 5) // plenty of independent nodes
 			var inflight, most atomic.Int64
+			// The first calls hold until tt.want of them are in flight
+			// (the graph has 37 roots, so that many can start at once),
+			// then every call returns at once: the peak is reached by
+			// design, not by timing, and a Run above its bound would go
+			// past it.
+			full := make(chan struct{})
+			var fill sync.Once
 			_, err := g.Run(context.Background(), graph.RunOptions[int]{Concurrency: tt.limit},
-				func(context.Context, int) error {
+				func(ctx context.Context, _ int) error {
 					n := inflight.Add(1)
 					defer inflight.Add(-1)
 					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 					}
-					time.Sleep(time.Millisecond) // simulated work, so that calls overlap
+					if n >= int64(tt.want) {
+						fill.Do(func() { close(full) })
+					}
+					select {
+					case <-full:
+					case <-ctx.Done():
+					}
 					return nil
 				})
 			require.NoError(t, err)
@@ -342,6 +355,8 @@ func TestRunEvents(t *testing.T) {
 		mu.Unlock()
 		assert.True(t, ok, "EventStarted for %d delivered before its function runs", node)
 		if node%10 == 0 {
+			// The sleep is under test: Result.Duration must cover it
+			// (checked below). Nothing waits for it.
 			time.Sleep(100 * time.Microsecond)
 		}
 		if node == failing {
@@ -449,6 +464,8 @@ func TestRunSchedule(t *testing.T) {
 	start := time.Now()
 	results, err := g.Run(context.Background(), graph.RunOptions[int]{Concurrency: limit},
 		func(context.Context, int) error {
+			// The sleep is the work being scheduled (what this test
+			// measures), not synchronisation.
 			time.Sleep(5 * time.Millisecond)
 			return nil
 		})
