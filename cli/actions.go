@@ -137,7 +137,7 @@ func (a *app) actionCmd(p registry.DriverInfo, name string, specs []registry.Act
 			}
 		}
 	}
-	cmd.Flags().BoolVar(&sandbox, "sandbox", false, "run against a built-in Proxmox VE simulator with in-memory state")
+	cmd.Flags().BoolVar(&sandbox, "sandbox", false, sandboxHelp)
 	return cmd
 }
 
@@ -187,7 +187,7 @@ func typedName(k registry.Kind) string {
 }
 
 // resolveKind finds a kind by any name a user types (kind, plural, short
-// name, optionally "vm.proxmox"), among the kinds of the compiled-in
+// name, optionally qualified by provider as "vm.PROVIDER"), among the kinds of the compiled-in
 // providers. An unknown name is an Invalid error listing the kinds.
 func (a *app) resolveKind(name string) (registry.KindRef, error) {
 	reg, err := a.offlineRegistry()

@@ -61,6 +61,9 @@ func isDir(path string) bool {
 	return err == nil && st.IsDir()
 }
 
+// sandboxHelp is the help of every --sandbox flag.
+const sandboxHelp = "run against the providers' built-in simulators with in-memory state: a demo that needs no setup"
+
 // runFlags are --sandbox and, for the commands that take the state lock,
 // --lock-wait.
 type runFlags struct {
@@ -70,7 +73,7 @@ type runFlags struct {
 
 func (r *runFlags) register(cmd *cobra.Command, lock bool) {
 	f := cmd.Flags()
-	f.BoolVar(&r.sandbox, "sandbox", false, "run against a built-in Proxmox VE simulator (3 nodes) with in-memory state: a demo that needs no setup")
+	f.BoolVar(&r.sandbox, "sandbox", false, sandboxHelp)
 	if lock {
 		f.DurationVar(&r.lockWait, "lock-wait", 0, "how long to wait for a state lock held by another openctl (0: fail at once, naming the holder)")
 	}

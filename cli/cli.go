@@ -14,6 +14,9 @@ import (
 
 // Options say what a CLI is made of.
 type Options struct {
+	// Name is the program's name in help and completion scripts; empty
+	// means "openctl".
+	Name string
 	// Drivers are the providers compiled in, in the order their action
 	// commands are listed. Each is opened only by the commands that need
 	// it.

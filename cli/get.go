@@ -23,8 +23,8 @@ func (a *app) getCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get KIND [NAME...]",
 		Short: "List resources, or show some by name",
-		Long: `List the resources of a kind (kind, plural or short name: vm, vms,
-virtualmachines, templates, nodes), or show the named ones.
+		Long: `List the resources of a kind (its name, plural or short name, optionally
+qualified by its provider as KIND.PROVIDER), or show the named ones.
 
 Resources openctl applied are shown with the spec as recorded in the state and
 their live status, so that "get -o yaml" output applied again changes nothing;
@@ -89,7 +89,7 @@ provider configuration.`,
 	f.StringVarP(&format, "output", "o", "table", "output format: table, wide, yaml, json or name")
 	f.StringVarP(&labels, "selector", "l", "", "label selector: key=value, key!=value, key, !key, comma-separated (all must match)")
 	f.BoolVar(&fromState, "from-state", false, "show what the state recorded, without contacting providers")
-	f.BoolVar(&sandbox, "sandbox", false, "run against a built-in Proxmox VE simulator with in-memory state")
+	f.BoolVar(&sandbox, "sandbox", false, sandboxHelp)
 	return cmd
 }
 
@@ -106,8 +106,7 @@ func (a *app) describeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "describe KIND NAME",
 		Short: "Show a resource in detail: live spec and status, and what the state records",
-		Example: `  openctl describe vm web-01
-  openctl describe node pve1`,
+		Example: `  openctl describe KIND NAME`,
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: a.completeKindAndNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -136,6 +135,6 @@ func (a *app) describeCmd() *cobra.Command {
 			return output.Describe(a.stdout, found.Resource, found.Record, opts)
 		},
 	}
-	cmd.Flags().BoolVar(&sandbox, "sandbox", false, "run against a built-in Proxmox VE simulator with in-memory state")
+	cmd.Flags().BoolVar(&sandbox, "sandbox", false, sandboxHelp)
 	return cmd
 }

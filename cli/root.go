@@ -119,9 +119,9 @@ func run(ctx context.Context, opts Options, args []string, stdin io.Reader, stdo
 }
 
 // requireSubcommand makes every command below root that only groups
-// subcommands (state, config, proxmox, completion) refuse an unknown one
+// subcommands (state, config, a provider's actions, completion) refuse an unknown one
 // as a usage error, and print its help when given none. (Cobra itself
-// prints the help and succeeds, so "openctl proxmox restart vm x" would
+// prints the help and succeeds, so "openctl PROVIDER frobnicate KIND x" would
 // exit 0 having done nothing.)
 func requireSubcommand(root *cobra.Command) {
 	for _, c := range root.Commands() {
@@ -170,7 +170,7 @@ func errorMessage(err error) string {
 
 func (a *app) rootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:   "openctl",
+		Use:   a.name(),
 		Short: "Declarative infrastructure from Kubernetes-style manifests",
 		Long: `openctl applies Kubernetes-style manifests (apiVersion, kind, metadata, spec)
 through the providers compiled into it (` + a.providerSummary() + `) in
@@ -226,6 +226,14 @@ OPENCTL_STATE_PASSPHRASE, OPENCTL_APPLY_CONCURRENCY` + a.envHelp() + `.
 	}
 	root.AddGroup(&cobra.Group{ID: "providers", Title: "Provider actions:"})
 	return root
+}
+
+// name is the program's name.
+func (a *app) name() string {
+	if a.opts.Name != "" {
+		return a.opts.Name
+	}
+	return "openctl"
 }
 
 // providerSummary names the compiled-in providers and their groups, for

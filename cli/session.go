@@ -189,7 +189,7 @@ func (a *app) openProvider(ctx context.Context, s *session, cfg *config.Config, 
 
 // contextSelection is what --context asked for: a context for every
 // provider that has one of that name (--context lab), or one per provider
-// (--context proxmox=lab,k3s=home).
+// (--context PROVIDER=NAME,PROVIDER=NAME).
 type contextSelection struct {
 	any        string            // --context NAME
 	byProvider map[string]string // --context provider=NAME,...

@@ -1,65 +1,66 @@
-// Package config reads and writes the user's openctl configuration,
-// ~/.openctl/config.yaml, and turns it into what the rest of openctl
-// takes: a proxmox.Config, a state.Store, an apply concurrency. The
-// reference CLI uses it for --context, `openctl config view |
-// use-context | get-contexts` and its state commands; a program embedding
-// openctl gets the same behaviour:
+// Package config reads the user's openctl configuration,
+// ~/.openctl/config.yaml, and hands each part to what uses it: every
+// provider's section to that provider's driver (registry.Driver), the
+// state DSN to the state backends (state.Backends), the apply settings
+// to the engine. It knows no provider. The reference CLI (package cli)
+// uses it for every command; a program embedding openctl does the same:
 //
 //	cfg, warnings, err := config.Load("") // $OPENCTL_CONFIG, $OPENCTL_HOME/config.yaml or ~/.openctl/config.yaml
-//	if err != nil { ... }                 // file:line: field: what is wrong
+//	if err != nil { ... }                 // file:line:column: field: what is wrong
 //	for _, w := range warnings { ... }    // e.g. a file holding secrets that others can read
-//	pcfg, err := cfg.Proxmox("")          // or a --context override
-//	prov, err := proxmox.New(pcfg)
-//	st, closeStore, err := cfg.OpenStore(ctx)
+//	dcfg, err := proxmox.Driver{}.DecodeConfig(cfg.Section("proxmox"))
+//	dsn, err := cfg.StateDSN()            // file:~/.openctl/state unless configured
 //
 // # The file
 //
 //	providers:
-//	  proxmox:
+//	  <provider>:                  # one section per provider, decoded by its driver
 //	    default-context: lab
 //	    contexts:
-//	      lab:
-//	        endpoint: https://pve.lab:8006
-//	        node: pve1
-//	        credentials: lab-token
-//	        fingerprint: "AB:CD:..."   # or caFile: /path, or insecureSkipVerify: true
+//	      lab: {...}               # the provider's endpoint settings
 //	    credentials:
-//	      lab-token:
-//	        tokenId: root@pam!openctl
-//	        tokenSecretFile: ~/.openctl/secrets/lab.token   # or tokenSecret: "..."
-//	    defaults:
-//	      storage: local-lvm
-//	      bridge: vmbr0
+//	      lab-token: {...}         # named credentials contexts refer to
+//	    defaults: {...}            # the provider's defaults for resources
 //	state:
-//	  backend: file           # file (the default) or postgres
-//	  dir: ~/.openctl/state   # file backend; default $OPENCTL_HOME/state or ~/.openctl/state
-//	  dsn: postgres://...     # postgres backend
+//	  dsn: file:~/.openctl/state   # or postgres://user@db:5432/openctl
 //	apply:
-//	  concurrency: 8          # default 4
+//	  concurrency: 8               # default 4
 //
-// The file is decoded strictly: an unknown field, a key set twice or a
-// value of the wrong type is an *Error naming the file, line, column and
-// field path, and every problem in the file is reported at once. Errors
-// match errcode.Invalid. A missing file is an empty configuration.
+// Every provider section follows that layout (the seed's): a default
+// context, contexts by name, credentials by name that contexts name, and
+// defaults; what a context, credentials or defaults hold is the
+// provider's own, documented with its driver. A driver decodes its
+// section with [Section.Decode] into its own types and reports what
+// Decode cannot check with [Section.Errorf], so that every message names
+// the file, line, column and field path the same way. A section of a
+// provider the program does not have is kept, unread.
+//
+// The file is decoded strictly: an unknown field (with a suggestion when
+// it is a known one spelt otherwise), a key set twice or a value of the
+// wrong type is an *[Error] naming the file, line, column and field path,
+// and every problem in the file is reported at once. Errors match
+// errcode.Invalid. A missing file is an empty configuration. The state
+// section's layout before DSNs (backend: file|postgres, dir:) still
+// loads, with a warning saying how to write it as a DSN.
 //
 // # Secrets
 //
-// Token secrets and the DSN are secret.Secret values: they print as
-// "[redacted]" everywhere (fmt, JSON, YAML, slog), no error or warning of
-// this package holds one, and Redacted returns a copy fit for display.
-// Only Save writes them, into a file of mode 0600. Load warns when a file
-// holding a secret is readable by others; tokenSecretFile keeps the
-// secret out of the configuration altogether.
+// Secret fields are secret.Secret values: they print as "[redacted]"
+// everywhere (fmt, JSON, YAML, slog), Decode refuses the placeholder
+// "[redacted]" fed back from a redacted view, and no error or warning of
+// this package holds a secret. Load warns when a file holding one inline
+// is readable by others; a provider's *File fields keep secrets out of
+// the configuration altogether. Save writes the file back as the user
+// wrote it, with mode 0600.
 //
 // # The environment
 //
-// CI runners configure openctl without a file: OPENCTL_PROXMOX_URL,
-// OPENCTL_PROXMOX_TOKEN_ID and OPENCTL_PROXMOX_TOKEN_SECRET define a
-// Proxmox context named "env" that becomes the default, OPENCTL_STATE_DSN
-// selects the PostgreSQL state, OPENCTL_APPLY_CONCURRENCY the concurrency,
-// and OPENCTL_HOME moves the configuration file and the state directory.
-// LoadEnv documents them all; it takes the environment as a function so
-// that tests and embedders can supply their own.
+// CI runners configure openctl without a file: OPENCTL_STATE_DSN names
+// the state store, OPENCTL_APPLY_CONCURRENCY the concurrency, and
+// OPENCTL_HOME moves the configuration file and the state directory;
+// each provider reads its own OPENCTL_<NAME>_* variables through its
+// driver (registry.EnvConfigurer). LoadEnv takes the environment as a
+// function so that tests and embedders can supply their own.
 //
 // # Concurrency
 //

@@ -23,7 +23,7 @@ type Error struct {
 	File   string // the configuration file; "" for a configuration built in code or from the environment
 	Line   int    // 1-based line; 0 when unknown
 	Column int    // 1-based column; 0 when unknown
-	Field  string // field path such as "providers.proxmox.contexts.lab.endpoint"; "" for the whole file
+	Field  string // field path such as "providers.files.contexts.home.root"; "" for the whole file
 	Msg    string // what is wrong
 	Err    error  // the underlying cause (an I/O error), or nil
 }

@@ -2,8 +2,10 @@
 // providers, and the [Registry] that routes resources to them.
 //
 //	var reg registry.Registry // the zero value is ready to use
-//	if err := reg.Register(proxmox.New(cfg), k3s.New(k3sCfg)); err != nil {
-//		return err // an Invalid error: bad or duplicate name, no kinds, ...
+//	p, err := proxmox.New(cfg)
+//	if err != nil { ... }
+//	if err := reg.Register(p); err != nil {
+//		return err // an Invalid error: bad or duplicate name or group, no kinds, ...
 //	}
 //	defer reg.Close()
 //
@@ -16,15 +18,33 @@
 // # The Provider contract
 //
 // A [Provider] has five methods: Name, Kinds, Get, Apply and Delete. Name
-// is a DNS-1123 label and names the apiVersion group the provider serves
-// (<name>.openctl.io); Kinds lists the kinds it serves. Get, Apply and
+// is a DNS-1123 label; the provider serves the API group <name>.openctl.io
+// unless it implements [Grouper] (or its [Driver] lists groups): a
+// third-party provider may serve any DNS subdomain group, as a Kubernetes
+// CRD does ("files.example.com"). Kinds lists the kinds it serves. Get, Apply and
 // Delete take a context.Context first and must honour its cancellation.
 // Apply is idempotent and never sees a $ref marker; Delete of a missing
 // resource is not an error. A provider must be safe for concurrent use:
 // the engine applies independent resources in parallel.
 //
 // A provider works on its own, with no registry at all: it is an ordinary
-// Go value built by its package's New(cfg).
+// Go value built by its package's New(cfg). The engine retries whole calls
+// that fail with errcode.Transient; providers do not retry them again
+// inside (see [Provider] for the rule).
+//
+// # Drivers
+//
+// A [Driver] is a provider as a program compiles it in: its [DriverInfo]
+// (name, groups, kinds, actions — known without configuration), a strict
+// decoder for its section of the configuration file (config.Section),
+// Open, and optionally an [EnvConfigurer] (OPENCTL_<NAME>_* variables) and
+// a [Sandboxer] (an in-process simulator). [Registry.RegisterDriver] adds
+// a provider that is opened the first time something routes to it, so a
+// program can route, list kinds and generate action commands before it
+// knows which providers a command needs, and a provider without
+// configuration fails only the commands that use it. The reference CLI is
+// cli.Main with the drivers compiled in; a team's own binary adds its own
+// driver (examples/custom-cli in the repository).
 //
 // # Optional interfaces
 //
@@ -79,8 +99,10 @@
 // # The Registry
 //
 // A [Registry] routes by the group of a resource's apiVersion:
-// "proxmox.openctl.io/v1" goes to the provider named "proxmox", which must
-// serve the kind and, if its [Kind].Versions is not empty, the version.
+// "proxmox.openctl.io/v1" goes to the provider serving proxmox.openctl.io
+// (the one named "proxmox"), which must serve the kind and, if its
+// [Kind].Versions is not empty, the version. Two providers claiming one
+// group are refused at registration.
 // Its zero value is an empty registry ready to use, and it is safe for
 // concurrent use. [Registry.Register] is atomic: when it fails, none of the
 // providers passed are registered.
@@ -95,9 +117,11 @@
 //
 // A provider goes through these steps:
 //
-//  1. New: its package's constructor decodes and checks its configuration.
+//  1. New: its package's constructor checks its configuration (or
+//     Driver.Open does, from the configuration file's section).
 //  2. Register: the provider is added to a Registry (openctl.WithProviders
-//     does this for the engine).
+//     does this for the engine), or RegisterDriver adds it to be opened
+//     on first use.
 //  3. Validate: every manifest is routed with [Registry.Lookup] and checked
 //     by the provider's Validator, before anything is applied.
 //  4. Plan, Apply, Delete: composites are planned, then resources are

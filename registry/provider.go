@@ -7,9 +7,9 @@ import (
 	"github.com/openctl/openctl/manifest"
 )
 
-// Provider is what every provider implements: it serves one apiVersion
-// group (<Name()>.openctl.io) and reads, applies and deletes resources of
-// the kinds it lists.
+// Provider is what every provider implements: it serves the API group
+// <Name()>.openctl.io (or the groups its [Grouper] or its Driver's Info
+// lists) and reads, applies and deletes resources of the kinds it lists.
 //
 // Methods take the context first and must honour its cancellation. Errors
 // are wrapped with %w and classified with the codes of package errcode:
@@ -17,6 +17,18 @@ import (
 // temporary failures match errcode.Transient so the engine retries them.
 // A provider must be safe for concurrent use: the engine applies
 // independent resources in parallel.
+//
+// Who retries: the engine retries a whole call — Get, List, Apply,
+// Delete, Diff — that fails with errcode.Transient, with capped
+// exponential backoff (openctl.WithRetry; 5 attempts by default). A
+// provider does not retry those calls itself: a read fails at its first
+// transient error, so that one Get under a persistent failure costs the
+// engine's attempts times the requests of one Get, not their product.
+// Inside Apply, Delete or an action a provider may retry a step where
+// re-running the whole call would be wrong or wasteful after a side
+// effect (reading back what it just created, a remote lock timeout on a
+// write, polling a task it started), bounded, with package backoff, and
+// says so in its documentation.
 type Provider interface {
 	// Name is the provider's name: "proxmox" serves proxmox.openctl.io/*.
 	Name() string

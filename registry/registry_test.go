@@ -176,9 +176,8 @@ func TestRegister(t *testing.T) {
 	assert.Equal(t, "mid-1", p.Name())
 
 	_, err = reg.Provider("nope")
-	var ug *registry.UnknownGroupError
-	require.ErrorAs(t, err, &ug)
-	assert.Equal(t, "nope.openctl.io", ug.Group)
+	assert.ErrorIs(t, err, errcode.Invalid)
+	assert.EqualError(t, err, `registry: no provider named "nope" (registered: alpha, mid-1, zeta) (INVALID_REQUEST)`)
 }
 
 // twoProviders returns a registry with "alpha" serving Thing and "beta"
@@ -214,7 +213,7 @@ func TestLookup(t *testing.T) {
 		{
 			name:    "version not served",
 			id:      manifest.ID{APIVersion: "gamma.openctl.io/v2", Kind: "Gadget"},
-			wantErr: "registry: gamma Gadget: version v2 not served (served: v1, v1beta1)",
+			wantErr: "registry: gamma.openctl.io Gadget: version v2 not served (served: v1, v1beta1)",
 		},
 		{
 			name:    "unknown kind",
@@ -233,9 +232,9 @@ func TestLookup(t *testing.T) {
 		},
 		{name: "empty apiVersion", id: manifest.ID{Kind: "Thing"}, wantErr: "registry: manifest: apiVersion is empty"},
 		{name: "no version", id: manifest.ID{APIVersion: "alpha.openctl.io", Kind: "Thing"}, wantErr: "is not of the form"},
-		{name: "foreign domain", id: manifest.ID{APIVersion: "alpha.example.com/v1", Kind: "Thing"}, wantErr: "is not of the form"},
+		{name: "unserved domain", id: manifest.ID{APIVersion: "alpha.example.com/v1", Kind: "Thing"}, wantErr: `no provider serves apiVersion group "alpha.example.com"`},
 		{name: "bad version", id: manifest.ID{APIVersion: "alpha.openctl.io/1", Kind: "Thing"}, wantErr: "is not of the form"},
-		{name: "upper-case group", id: manifest.ID{APIVersion: "Alpha.openctl.io/v1", Kind: "Thing"}, wantErr: "is not of the form"},
+		{name: "upper-case group", id: manifest.ID{APIVersion: "Alpha.openctl.io/v1", Kind: "Thing"}, wantErr: "is not a DNS-1123 subdomain"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -252,7 +251,7 @@ func TestLookup(t *testing.T) {
 			if tt.wantProv != nil {
 				assert.Same(t, tt.wantProv, p)
 			}
-			assert.Equal(t, tt.id.Group(), p.Name())
+			assert.Equal(t, tt.id.Group(), p.Name()+manifest.APIGroupSuffix)
 			assert.Equal(t, tt.wantKind, k.Kind)
 		})
 	}

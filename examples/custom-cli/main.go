@@ -18,6 +18,7 @@ import (
 
 func options() cli.Options {
 	return cli.Options{
+		Name: "custom",
 		Drivers: []registry.Driver{
 			proxmox.Driver{},
 			files.Driver{}, // the one line that adds the team's provider
