@@ -55,4 +55,3 @@ func TestExitCode(t *testing.T) {
 		})
 	}
 }
-

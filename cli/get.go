@@ -104,9 +104,9 @@ func (a *app) warnGone(ids []manifest.ID) {
 func (a *app) describeCmd() *cobra.Command {
 	var sandbox bool
 	cmd := &cobra.Command{
-		Use:   "describe KIND NAME",
-		Short: "Show a resource in detail: live spec and status, and what the state records",
-		Example: `  openctl describe KIND NAME`,
+		Use:               "describe KIND NAME",
+		Short:             "Show a resource in detail: live spec and status, and what the state records",
+		Example:           `  openctl describe KIND NAME`,
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: a.completeKindAndNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
