@@ -132,17 +132,14 @@ func FuzzMaskDSN(f *testing.F) {
 	f.Add("a b'c", "h")
 	f.Add(`x\'y`, "h")
 	f.Fuzz(func(t *testing.T, password, host string) {
-		if len(password) < 4 || strings.ContainsAny(password, "\x00") || strings.Contains("xxxxx", password) {
+		host = strings.Fields(host + " h")[0]
+		if strings.ContainsAny(host, "=\\'") {
 			return
 		}
-		kv := "host=" + strings.Fields(host + " h")[0] + " password='" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(password) + "' dbname=x"
-		if got := state.MaskDSN(kv); strings.Contains(got, password) {
-			t.Errorf("MaskDSN(%q) = %q shows the password", kv, got)
-		}
+		kv := "host=" + host + " password='" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(password) + "' dbname=x"
+		assert.Equal(t, "host="+host+" password=xxxxx dbname=x", state.MaskDSN(kv))
 		u := "postgres://u:" + urlEscape(password) + "@db/x"
-		if got := state.MaskDSN(u); strings.Contains(got, password) || strings.Contains(got, urlEscape(password)) {
-			t.Errorf("MaskDSN(%q) = %q shows the password", u, got)
-		}
+		assert.Equal(t, "postgres://u:xxxxx@db/x", state.MaskDSN(u))
 	})
 }
 
