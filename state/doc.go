@@ -26,6 +26,24 @@
 // the default, and [Memory]. The PostgreSQL store, for teams and CI
 // runners sharing state, lives in state/postgres.
 //
+// # Opening a store by DSN
+//
+// A program that lets its user name the store — "file:~/.openctl/state",
+// "postgres://ci@db:5432/openctl" — registers the [Backend] of each kind
+// it supports in a [Backends] set, as database/sql programs import their
+// drivers, and opens the DSN with it (see ExampleBackends):
+//
+//	var stores state.Backends
+//	if err := stores.Register(state.FileBackend{}, postgres.Backend{}); err != nil { ... }
+//	st, err := stores.Open(ctx, dsn, state.OpenOptions{})
+//	if c, ok := st.(io.Closer); ok { defer c.Close() }
+//
+// The DSN's scheme picks the backend; a DSN without a scheme holding '='
+// is a libpq key=value DSN ("host=db dbname=openctl") and goes to the
+// "postgres" backend. Nothing is registered by importing a package.
+// [MaskDSN] hides a DSN's password for messages; no error of Backends
+// shows one.
+//
 // # The file store
 //
 // [OpenFile] opens a directory, by default $OPENCTL_HOME/state or

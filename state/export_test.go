@@ -26,3 +26,10 @@ func UseKeyForTest(st Store, kf *seal.KeyFile, ring *seal.Keyring) error {
 	}
 	return nil
 }
+
+// SchemeOf and FileDir expose the DSN parsing of Backends and FileBackend
+// to the tests.
+var (
+	SchemeOf = schemeOf
+	FileDir  = fileDir
+)

@@ -150,6 +150,9 @@ func crashTrials(t *testing.T, trials int) {
 			_ = cmd.Wait()
 			t.Fatalf("trial %d: helper did not start: %q %v: %s", trial, line, err, stderr.String())
 		}
+		// This sleep is the behaviour under test, not synchronisation:
+		// the helper is writing, and the kill lands at a random moment
+		// among its writes.
 		time.Sleep(time.Duration(1+rand.IntN(30)) * time.Millisecond)
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		err = cmd.Wait()

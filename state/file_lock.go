@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
 )
 
@@ -19,22 +20,21 @@ import (
 // waits for the flock guarding lock files.
 const unlockTimeout = 30 * time.Second
 
-// flockFile opens (creating, 0600) the lock file path and takes an
-// exclusive flock on it, waiting with backoff while another process holds
-// it, until ctx is done. The returned function releases it.
-func flockFile(ctx context.Context, path string) (func(), error) {
-	deadline, _ := ctx.Deadline()
-	return flockUntil(path, ctx.Done(), deadline, ctx.Err)
-}
+// flockPolicy spaces the tries of flockFile: 50 µs doubling to 10 ms.
+var flockPolicy = backoff.Policy{Initial: 50 * time.Microsecond, Max: 10 * time.Millisecond}
 
-// flockUntil is flockFile with the wait bounded by done and deadline (zero:
-// none); cause explains done.
-func flockUntil(path string, done <-chan struct{}, deadline time.Time, cause func() error) (func(), error) {
+// flockFile opens (creating, 0600) the lock file path and takes an
+// exclusive flock on it, waiting with backoff (flockPolicy) while another
+// process holds it, until ctx is done. When the next wait would pass ctx's
+// deadline it gives up with an errcode.Transient error. The returned
+// function releases it.
+func flockFile(ctx context.Context, path string) (func(), error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, "state: opening lock file "+path, err)
 	}
-	wait := 50 * time.Microsecond
+	deadline, _ := ctx.Deadline()
+	b := flockPolicy.Start()
 	for {
 		busy, err := tryFlock(f)
 		if err != nil {
@@ -47,19 +47,15 @@ func flockUntil(path string, done <-chan struct{}, deadline time.Time, cause fun
 				f.Close()
 			}, nil
 		}
+		wait := b.Next()
 		if !deadline.IsZero() && time.Now().Add(wait).After(deadline) {
 			f.Close()
 			return nil, errcode.New(errcode.Transient, "state: timed out waiting for "+path+" (another openctl process holds it)")
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-done:
-			t.Stop()
+		if err := backoff.Sleep(ctx, wait); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("state: waiting for %s: %w", path, cause())
-		case <-t.C:
+			return nil, fmt.Errorf("state: waiting for %s: %w", path, err)
 		}
-		wait = min(2*wait, 10*time.Millisecond)
 	}
 }
 
@@ -87,10 +83,10 @@ func validScope(scope string) bool {
 }
 
 // lockScopes takes the lock serialising lock-file changes: this process's
-// mutex, then the scopes flock, waiting until done or deadline.
-func (s *FileStore) lockScopes(done <-chan struct{}, deadline time.Time, cause func() error) (func(), error) {
+// mutex, then the scopes flock, waiting until ctx is done.
+func (s *FileStore) lockScopes(ctx context.Context) (func(), error) {
 	s.scopeMu.Lock()
-	release, err := flockUntil(filepath.Join(s.dir, locksDir, scopesFlock), done, deadline, cause)
+	release, err := flockFile(ctx, filepath.Join(s.dir, locksDir, scopesFlock))
 	if err != nil {
 		s.scopeMu.Unlock()
 		return nil, err
@@ -131,8 +127,7 @@ func (s *FileStore) Lock(ctx context.Context, scope string, info LockInfo) (func
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, "state: encoding lock info", err)
 	}
-	deadline, _ := ctx.Deadline()
-	release, err := s.lockScopes(ctx.Done(), deadline, ctx.Err)
+	release, err := s.lockScopes(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -157,9 +152,11 @@ func (s *FileStore) Lock(ctx context.Context, scope string, info LockInfo) (func
 	var (
 		once sync.Once
 		uerr error
+		// unlock has no context of its own and must work after ctx ends.
+		base = context.WithoutCancel(ctx)
 	)
 	return func() error {
-		once.Do(func() { uerr = s.unlock(scope, path, info.ID) })
+		once.Do(func() { uerr = s.unlock(base, scope, path, info.ID) })
 		return uerr
 	}, nil
 }
@@ -218,9 +215,13 @@ func (s *FileStore) lockedError(scope, path string) error {
 	return le
 }
 
-// unlock removes the lock file of scope if it still holds lock id.
-func (s *FileStore) unlock(scope, path, id string) error {
-	release, err := s.lockScopes(nil, time.Now().Add(unlockTimeout), func() error { return nil })
+// unlock removes the lock file of scope if it still holds lock id,
+// waiting up to unlockTimeout for the scopes flock; base is the context
+// of the Lock call, without its cancellation.
+func (s *FileStore) unlock(base context.Context, scope, path, id string) error {
+	ctx, cancel := context.WithTimeout(base, unlockTimeout)
+	defer cancel()
+	release, err := s.lockScopes(ctx)
 	if err != nil {
 		return err
 	}
@@ -256,8 +257,7 @@ func (s *FileStore) ForceUnlock(ctx context.Context, scope string) error {
 	if err != nil {
 		return err
 	}
-	deadline, _ := ctx.Deadline()
-	release, err := s.lockScopes(ctx.Done(), deadline, ctx.Err)
+	release, err := s.lockScopes(ctx)
 	if err != nil {
 		return err
 	}

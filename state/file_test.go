@@ -22,6 +22,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/internal/testenv"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/secret"
 	"github.com/openctl/openctl/state"
@@ -273,17 +274,19 @@ func TestFileStoreCorruptFiles(t *testing.T) {
 }
 
 func TestFileStoreUnreadableFile(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root reads files whatever their mode")
-	}
-	s := newFileStore(t)
-	_, err := s.Put(t.Context(), thing("a"))
-	require.NoError(t, err)
-	require.NoError(t, os.Chmod(recordPath(s, "a"), 0))
-	_, err = s.Get(t.Context(), thing("a").ID())
-	require.Error(t, err)
-	assert.False(t, errors.Is(err, errcode.NotFound))
-	assert.Contains(t, err.Error(), recordPath(s, "a"))
+	// Root reads files whatever their mode: as root the check runs in a
+	// child process as nobody.
+	testenv.RunUnprivileged(t, func(t *testing.T) {
+		s := newFileStore(t)
+		_, err := s.Put(t.Context(), thing("a"))
+		require.NoError(t, err)
+		require.NoError(t, os.Chmod(recordPath(s, "a"), 0))
+		_, err = s.Get(t.Context(), thing("a").ID())
+		require.Error(t, err)
+		assert.False(t, errors.Is(err, errcode.NotFound))
+		assert.True(t, errors.Is(err, fs.ErrPermission), "got %v", err)
+		assert.Contains(t, err.Error(), recordPath(s, "a"))
+	})
 }
 
 func TestFileStoreIgnoresForeignFiles(t *testing.T) {

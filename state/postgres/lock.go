@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/state"
 )
@@ -22,6 +23,16 @@ const (
 	// forceWait bounds how long ForceUnlock waits for a terminated holder's
 	// session to end, on top of ctx.
 	forceWait = 30 * time.Second
+)
+
+// Backoff policies of the lock waits.
+var (
+	// holderPolicy spaces a losing Lock's looks for the holder's info row:
+	// 5 ms doubling to 100 ms.
+	holderPolicy = backoff.Policy{Initial: 5 * time.Millisecond, Max: 100 * time.Millisecond}
+	// releasePolicy spaces ForceUnlock's looks for the terminated holder's
+	// advisory lock: 5 ms doubling to 200 ms.
+	releasePolicy = backoff.Policy{Initial: 5 * time.Millisecond, Max: 200 * time.Millisecond}
 )
 
 // lockKey is the advisory lock key of a scope.
@@ -101,7 +112,7 @@ func (s *Store) Lock(ctx context.Context, scope string, info state.LockInfo) (fu
 	}()
 
 	start := time.Now()
-	delay := 5 * time.Millisecond
+	b := holderPolicy.Start()
 	for {
 		var got bool
 		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&got); err != nil {
@@ -126,12 +137,9 @@ func (s *Store) Lock(ctx context.Context, scope string, info state.LockInfo) (fu
 			}
 			return nil, &state.LockedError{Scope: scope, Holder: holder, Detail: detail}
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(delay):
+		if err := b.Wait(ctx); err != nil {
+			return nil, fmt.Errorf("postgres: waiting for the holder of lock %s to record who it is: %w", scope, err)
 		}
-		delay = min(2*delay, 100*time.Millisecond)
 	}
 
 	// A row left by a holder that died is overwritten.
@@ -269,7 +277,7 @@ func (s *Store) ForceUnlock(ctx context.Context, scope string) error {
 		}
 		wctx, cancel := context.WithTimeout(ctx, forceWait)
 		defer cancel()
-		for delay := 5 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
+		for b := releasePolicy.Start(); ; {
 			var pid int32
 			err := conn.QueryRow(wctx, holderSQL, key).Scan(&pid)
 			if errors.Is(err, pgx.ErrNoRows) || (err == nil && pid != backend) {
@@ -278,10 +286,8 @@ func (s *Store) ForceUnlock(ctx context.Context, scope string) error {
 			if err != nil {
 				return s.dbErr(fmt.Sprintf("waiting for PostgreSQL backend %d to release lock %s", backend, scope), err)
 			}
-			select {
-			case <-wctx.Done():
-				return errcode.Wrap(errcode.Transient, fmt.Sprintf("postgres: PostgreSQL backend %d still holds lock %s after pg_terminate_backend", backend, scope), wctx.Err())
-			case <-time.After(delay):
+			if err := b.Wait(wctx); err != nil {
+				return errcode.Wrap(errcode.Transient, fmt.Sprintf("postgres: PostgreSQL backend %d still holds lock %s after pg_terminate_backend", backend, scope), err)
 			}
 		}
 	}

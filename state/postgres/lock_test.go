@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"strconv"
@@ -12,23 +13,27 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/state"
 	"github.com/openctl/openctl/state/postgres"
 )
 
-// pollLock tries to take the lock until it succeeds or the deadline
-// passes, and returns the unlock function, or the last error.
+// pollLock tries to take the lock, with backoff (20 ms doubling to
+// 250 ms), until it succeeds or within passes, and returns the unlock
+// function, or the error.
 func pollLock(t *testing.T, s state.Store, within time.Duration) (func() error, error) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for delay := 20 * time.Millisecond; ; delay = min(2*delay, 250*time.Millisecond) {
-		u, err := s.Lock(t.Context(), testScope, state.NewLockInfo("apply"))
-		if err == nil || time.Now().After(deadline) {
-			return u, err
-		}
-		time.Sleep(delay)
-	}
+	ctx, cancel := context.WithTimeout(t.Context(), within)
+	defer cancel()
+	var unlock func() error
+	p := backoff.Policy{Initial: 20 * time.Millisecond, Max: 250 * time.Millisecond, Retryable: func(error) bool { return true }}
+	_, err := backoff.Retry(ctx, p, func(ctx context.Context) error {
+		u, err := s.Lock(ctx, testScope, state.NewLockInfo("apply"))
+		unlock = u
+		return err
+	})
+	return unlock, err
 }
 
 func TestLockHolderKilledReleasesTheLock(t *testing.T) {

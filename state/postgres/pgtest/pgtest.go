@@ -29,9 +29,10 @@
 // one; the role in the DSN must be allowed to CREATE DATABASE. Each test's
 // database is dropped when the test ends.
 //
-// When no PostgreSQL binaries are found, Start skips the test with a loud
-// message — except under CI (the CI environment variable is "true" or
-// "1"), where it fails it: CI must run the PostgreSQL tests, not skip them.
+// When no PostgreSQL binaries are found, Start ends the test with
+// testenv.Unavailable: it skips it with a loud message — except under CI
+// (the CI environment variable is true), where it fails it: CI must run
+// the PostgreSQL tests, not skip them.
 package pgtest
 
 import (
@@ -56,6 +57,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/openctl/openctl/backoff"
+	"github.com/openctl/openctl/internal/testenv"
 )
 
 // Environment variables read by this package.
@@ -152,10 +156,8 @@ func Start(tb testing.TB) string {
 	s, err := running(context.WithoutCancel(tb.Context()))
 	if err != nil {
 		if errors.Is(err, ErrNoPostgres) {
-			if inCI() {
-				tb.Fatalf("%v; CI=%s: the PostgreSQL tests must run in CI, install PostgreSQL (apt-get install postgresql) or set $%s", err, os.Getenv("CI"), EnvDSN)
-			}
-			tb.Skipf("\n*** SKIPPING: %v.\n*** The PostgreSQL store is NOT tested. Install PostgreSQL or set $%s. ***", err, EnvDSN)
+			testenv.Unavailable(tb, "\n*** %v.\n*** The PostgreSQL store is NOT tested. Install PostgreSQL (apt-get install postgresql) or set $%s. ***", err, EnvDSN)
+			return ""
 		}
 		tb.Fatal(err)
 	}
@@ -175,11 +177,6 @@ func Start(tb testing.TB) string {
 		}
 	})
 	return s.dsnFor(name)
-}
-
-func inCI() bool {
-	v := strings.ToLower(os.Getenv("CI"))
-	return v == "true" || v == "1" || v == "yes"
 }
 
 // server is a running PostgreSQL server, or an external one.
@@ -307,7 +304,9 @@ func (s *server) startPostmaster(ctx context.Context, bin, data string, runAs *s
 	s.cmd, s.done = cmd, done
 	s.base = &url.URL{Scheme: "postgres", User: url.User("postgres"), Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Path: "/postgres", RawQuery: "sslmode=disable"}
 
-	for delay := 10 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
+	// Look every 10 ms doubling to 200 ms.
+	b := backoff.Policy{Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond}.Start()
+	for {
 		select {
 		case <-done:
 			s.cmd, s.done = nil, nil
@@ -324,10 +323,9 @@ func (s *server) startPostmaster(ctx context.Context, bin, data string, runAs *s
 			_ = s.kill()
 			return fmt.Errorf("pgtest: postgres did not accept connections within %v: %w\n%s", startTimeout, err, s.logTail())
 		}
-		select {
-		case <-time.After(delay):
-		case <-done:
-		}
+		// An exit during the wait is seen at the top of the loop; a
+		// cancelled ctx by the check above.
+		_ = backoff.Sleep(ctx, b.Next())
 	}
 }
 
