@@ -23,18 +23,18 @@ import (
 // comes from r's owner labels and the creation time from o.Ages.
 //
 //	Name:         web-01
-//	Kind:         VirtualMachine
-//	APIVersion:   proxmox.openctl.io/v1
+//	Kind:         Service
+//	APIVersion:   demo.openctl.io/v1
 //	Labels:       tier=web
 //	Annotations:  <none>
 //	Owner:        <none>
 //	Children:     <none>
 //	Created:      2026-11-30T10:00:00Z (3h ago)
 //	Spec:
-//	  cpu:
-//	    cores: 2
+//	  image: nginx:1.27
+//	  replicas: 2
 //	Status:
-//	  ip: 10.0.0.5
+//	  address: 10.0.0.5
 //
 // A nil r is an [errcode.Invalid] error. The view is written with one call
 // to w.Write.
@@ -73,8 +73,8 @@ func Describe(w io.Writer, r *manifest.Resource, rec *state.Record, o Options) e
 	field("APIVersion", r.APIVersion)
 	labels := r.Metadata.Labels
 	if rec != nil && len(rec.Labels) > 0 {
-		// A live resource need not carry the manifest's labels (a Proxmox
-		// VM has none): the record has them, r's own come on top.
+		// A live resource need not carry the manifest's labels (not every
+		// provider can store them): the record has them, r's own come on top.
 		labels = make(map[string]string, len(rec.Labels)+len(r.Metadata.Labels))
 		maps.Copy(labels, rec.Labels)
 		maps.Copy(labels, r.Metadata.Labels)

@@ -5,9 +5,9 @@
 // commands are thin wrappers around it, and an embedder gets the same
 // output.
 //
-//	ref, err := reg.ResolveKind("vms") // the kind's columns and secret fields
+//	ref, err := reg.ResolveKind("services") // the kind's columns and secret fields
 //	...
-//	err = output.Print(os.Stdout, output.Wide, vms, output.Options{
+//	err = output.Print(os.Stdout, output.Wide, services, output.Options{
 //		Kind:  ref.Kind,
 //		Ages:  ages, // creation times from state records
 //		Empty: os.Stderr,
@@ -15,8 +15,8 @@
 //
 // prints
 //
-//	NAME     NODE    VMID   STATE     IP         CPU   MEMORY   TEMPLATE       AGE
-//	web-01   pve-1   101    running   10.0.0.5   2     4096     ubuntu-24.04   3h4m
+//	NAME     ZONE     PORT   STATE     ADDRESS    REPLICAS   IMAGE        AGE
+//	web-01   zone-a   8080   running   10.0.0.5   2          nginx:1.27   3h4m
 //
 // ExamplePrint and ExamplePrintPlan show the table and plan formats.
 //
@@ -39,7 +39,7 @@
 // [manifest.DecodeBytes], so "get -o yaml" can be edited and applied again.
 // Several resources are a "---"-separated YAML stream or a JSON array (the
 // decoder does not read a kubectl-style List object). The [Name] format
-// prints [NameOf] each resource: "virtualmachine/web-01".
+// prints [NameOf] each resource: "service/web-01".
 //
 // # Secrets
 //

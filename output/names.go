@@ -8,11 +8,11 @@ import (
 )
 
 // NameOf renders id the way kubectl's "-o name" does: the kind in lower
-// case, a slash and the name ("virtualmachine/web-01").
+// case, a slash and the name ("service/web-01").
 func NameOf(id manifest.ID) string { return strings.ToLower(id.Kind) + "/" + id.Name }
 
 // KindNames returns a function that renders an ID with its kind's first
-// short name ("vm/web-01"), or, for a kind that has none or is not among
+// short name ("svc/web-01"), or, for a kind that has none or is not among
 // kinds, as [NameOf] does. Pass it to [PlanOptions] (and to the progress
 // package's WithNames) so that plans and progress name resources as users
 // type them.

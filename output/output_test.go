@@ -18,37 +18,39 @@ import (
 	"github.com/openctl/openctl/secret"
 )
 
-const apiVersion = "proxmox.openctl.io/v1"
+const apiVersion = "demo.openctl.io/v1"
 
 var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 func clock() time.Time { return now }
 
-// vmKind is shaped like the Proxmox provider's VirtualMachine kind.
-var vmKind = registry.Kind{
-	Kind: "VirtualMachine", Plural: "virtualmachines", ShortNames: []string{"vm"},
+// svcKind is the Service kind of a made-up provider, with columns of
+// each shape: plain and nested fields, numbers, lists, wide columns
+// declared among the others.
+var svcKind = registry.Kind{
+	Kind: "Service", Plural: "services", ShortNames: []string{"svc"},
 	SecretFields: []string{"status.password", "status.join.token"},
 	Columns: []registry.Column{
-		{Name: "NODE", Field: "status.node"}, {Name: "VMID", Field: "status.vmid"},
-		{Name: "CPU", Field: "spec.cpu.cores", Wide: true},
-		{Name: "STATE", Field: "status.state"}, {Name: "IP", Field: "status.ip"},
-		{Name: "MEMORY", Field: "spec.memory.size", Wide: true},
-		{Name: "TEMPLATE", Field: "spec.template.name", Wide: true},
+		{Name: "ZONE", Field: "status.zone"}, {Name: "PORT", Field: "status.port"},
+		{Name: "CPU", Field: "spec.resources.cpu", Wide: true},
+		{Name: "STATE", Field: "status.state"}, {Name: "ADDRESS", Field: "status.address"},
+		{Name: "MEMORY", Field: "spec.resources.memory", Wide: true},
+		{Name: "IMAGE", Field: "spec.image", Wide: true},
 	},
 }
 
-func vm(name string, spec, status map[string]any) *manifest.Resource {
-	return &manifest.Resource{APIVersion: apiVersion, Kind: "VirtualMachine", Metadata: manifest.Metadata{Name: name}, Spec: spec, Status: status}
+func svc(name string, spec, status map[string]any) *manifest.Resource {
+	return &manifest.Resource{APIVersion: apiVersion, Kind: "Service", Metadata: manifest.Metadata{Name: name}, Spec: spec, Status: status}
 }
 
 func fixtures() ([]*manifest.Resource, map[manifest.ID]time.Time) {
-	web1 := vm("web-01",
-		map[string]any{"cpu": map[string]any{"cores": int64(2)}, "memory": map[string]any{"size": int64(4096)}, "template": map[string]any{"name": "ubuntu-24.04"}},
-		map[string]any{"node": "pve-1", "vmid": int64(101), "state": "running", "ip": "10.0.0.5"})
-	web2 := vm("web-02",
-		map[string]any{"cpu": map[string]any{"cores": int64(4)}, "template": map[string]any{"name": "debian-12"}},
-		map[string]any{"node": "pve-2", "vmid": int64(102), "state": "stopped", "ip": []any{"10.0.0.6", "fd00::6"}})
-	db := vm("db", map[string]any{"cpu": map[string]any{"cores": 1.5}}, nil)
+	web1 := svc("web-01",
+		map[string]any{"resources": map[string]any{"cpu": int64(2), "memory": int64(4096)}, "image": "nginx:1.27"},
+		map[string]any{"zone": "zone-a", "port": int64(8080), "state": "running", "address": "10.0.0.5"})
+	web2 := svc("web-02",
+		map[string]any{"resources": map[string]any{"cpu": int64(4)}, "image": "httpd:2.4"},
+		map[string]any{"zone": "zone-b", "port": int64(8081), "state": "stopped", "address": []any{"10.0.0.6", "fd00::6"}})
+	db := svc("db", map[string]any{"resources": map[string]any{"cpu": 1.5}}, nil)
 	ages := map[manifest.ID]time.Time{
 		web1.ID(): now.Add(-(3*time.Hour + 4*time.Minute + 10*time.Second)),
 		web2.ID(): now.Add(-45 * time.Second),
@@ -81,7 +83,7 @@ func TestParseFormat(t *testing.T) {
 
 func TestPrintTable(t *testing.T) {
 	rs, ages := fixtures()
-	o := output.Options{Kind: vmKind, Ages: ages, Now: clock}
+	o := output.Options{Kind: svcKind, Ages: ages, Now: clock}
 	for _, tc := range []struct {
 		name string
 		f    output.Format
@@ -89,23 +91,23 @@ func TestPrintTable(t *testing.T) {
 		want string
 	}{
 		{"table", output.Table, o, "" +
-			"NAME     NODE     VMID     STATE     IP                 AGE\n" +
-			"web-01   pve-1    101      running   10.0.0.5           3h4m\n" +
-			"web-02   pve-2    102      stopped   10.0.0.6,fd00::6   45s\n" +
+			"NAME     ZONE     PORT     STATE     ADDRESS            AGE\n" +
+			"web-01   zone-a   8080     running   10.0.0.5           3h4m\n" +
+			"web-02   zone-b   8081     stopped   10.0.0.6,fd00::6   45s\n" +
 			"db       <none>   <none>   <none>    <none>             <unknown>\n"},
 		{"empty format is table", "", o, "" +
-			"NAME     NODE     VMID     STATE     IP                 AGE\n" +
-			"web-01   pve-1    101      running   10.0.0.5           3h4m\n" +
-			"web-02   pve-2    102      stopped   10.0.0.6,fd00::6   45s\n" +
+			"NAME     ZONE     PORT     STATE     ADDRESS            AGE\n" +
+			"web-01   zone-a   8080     running   10.0.0.5           3h4m\n" +
+			"web-02   zone-b   8081     stopped   10.0.0.6,fd00::6   45s\n" +
 			"db       <none>   <none>   <none>    <none>             <unknown>\n"},
 		{"wide", output.Wide, o, "" +
-			"NAME     NODE     VMID     STATE     IP                 CPU   MEMORY   TEMPLATE       AGE\n" +
-			"web-01   pve-1    101      running   10.0.0.5           2     4096     ubuntu-24.04   3h4m\n" +
-			"web-02   pve-2    102      stopped   10.0.0.6,fd00::6   4     <none>   debian-12      45s\n" +
-			"db       <none>   <none>   <none>    <none>             1.5   <none>   <none>         <unknown>\n"},
-		{"no headers", output.Table, output.Options{Kind: vmKind, Ages: ages, Now: clock, NoHeaders: true}, "" +
-			"web-01   pve-1    101      running   10.0.0.5           3h4m\n" +
-			"web-02   pve-2    102      stopped   10.0.0.6,fd00::6   45s\n" +
+			"NAME     ZONE     PORT     STATE     ADDRESS            CPU   MEMORY   IMAGE        AGE\n" +
+			"web-01   zone-a   8080     running   10.0.0.5           2     4096     nginx:1.27   3h4m\n" +
+			"web-02   zone-b   8081     stopped   10.0.0.6,fd00::6   4     <none>   httpd:2.4    45s\n" +
+			"db       <none>   <none>   <none>    <none>             1.5   <none>   <none>       <unknown>\n"},
+		{"no headers", output.Table, output.Options{Kind: svcKind, Ages: ages, Now: clock, NoHeaders: true}, "" +
+			"web-01   zone-a   8080     running   10.0.0.5           3h4m\n" +
+			"web-02   zone-b   8081     stopped   10.0.0.6,fd00::6   45s\n" +
 			"db       <none>   <none>   <none>    <none>             <unknown>\n"},
 		{"no kind: name and age", output.Table, output.Options{Ages: ages, Now: clock}, "" +
 			"NAME     AGE\n" +
@@ -135,9 +137,9 @@ func TestPrintTableCells(t *testing.T) {
 
 func TestPrintMixedKinds(t *testing.T) {
 	rs, _ := fixtures()
-	tmpl := &manifest.Resource{APIVersion: apiVersion, Kind: "Template", Metadata: manifest.Metadata{Name: "ubuntu"}}
-	got := print(t, output.Table, []*manifest.Resource{rs[0], tmpl}, output.Options{})
-	assert.Equal(t, "NAME                    AGE\nvirtualmachine/web-01   <unknown>\ntemplate/ubuntu         <unknown>\n", got)
+	vol := &manifest.Resource{APIVersion: apiVersion, Kind: "Volume", Metadata: manifest.Metadata{Name: "data"}}
+	got := print(t, output.Table, []*manifest.Resource{rs[0], vol}, output.Options{})
+	assert.Equal(t, "NAME             AGE\nservice/web-01   <unknown>\nvolume/data      <unknown>\n", got)
 }
 
 func TestPrintEmpty(t *testing.T) {
@@ -160,7 +162,7 @@ func TestPrintEmpty(t *testing.T) {
 
 func TestPrintName(t *testing.T) {
 	rs, _ := fixtures()
-	assert.Equal(t, "virtualmachine/web-01\nvirtualmachine/web-02\nvirtualmachine/db\n", print(t, output.Name, rs, output.Options{Kind: vmKind}))
+	assert.Equal(t, "service/web-01\nservice/web-02\nservice/db\n", print(t, output.Name, rs, output.Options{Kind: svcKind}))
 }
 
 func TestPrintErrors(t *testing.T) {
@@ -172,7 +174,7 @@ func TestPrintErrors(t *testing.T) {
 	assert.Empty(t, b.String())
 
 	boom := errors.New("disk full")
-	err = output.Print(failWriter{boom}, output.Table, []*manifest.Resource{vm("a", nil, nil)}, output.Options{})
+	err = output.Print(failWriter{boom}, output.Table, []*manifest.Resource{svc("a", nil, nil)}, output.Options{})
 	require.ErrorIs(t, err, boom)
 	assert.ErrorContains(t, err, "output: print table")
 }
@@ -194,7 +196,7 @@ func TestPrintRoundTrip(t *testing.T) {
 		{output.JSON, rs, "["},
 	} {
 		t.Run(string(tc.f)+"/"+strings.Repeat("x", len(tc.rs)), func(t *testing.T) {
-			out := print(t, tc.f, tc.rs, output.Options{Kind: vmKind})
+			out := print(t, tc.f, tc.rs, output.Options{Kind: svcKind})
 			assert.True(t, strings.HasPrefix(out, tc.start), out)
 			if tc.f == output.YAML && len(tc.rs) > 1 {
 				assert.Contains(t, out, "\n---\n")
@@ -219,16 +221,16 @@ func TestDecoderRejectsList(t *testing.T) {
 }
 
 func TestPrintRedactsSecrets(t *testing.T) {
-	const pw, tok, key = "hunter2", "K10-join-token", "ssh-private-key"
-	r := vm("web-01",
-		map[string]any{"cpu": map[string]any{"cores": int64(2)}},
+	const pw, tok, key = "hunter2", "demo-join-token", "ssh-private-key"
+	r := svc("web-01",
+		map[string]any{"resources": map[string]any{"cpu": int64(2)}},
 		map[string]any{
-			"node": "pve-1", "password": pw, "ip": "10.0.0.5",
-			"join": map[string]any{"token": tok, "server": "https://10.0.0.5:6443"},
+			"zone": "zone-a", "password": pw, "address": "10.0.0.5",
+			"join": map[string]any{"token": tok, "server": "https://10.0.0.5:8443"},
 			"keys": map[string]secret.Secret{"root": secret.New(key)},
 			"list": []any{secret.New(key), "plain"},
 		})
-	kind := vmKind
+	kind := svcKind
 	kind.Columns = append(kind.Columns, registry.Column{Name: "PASSWORD", Field: "status.password"}, registry.Column{Name: "JOIN", Field: "status.join"})
 	for _, f := range output.Formats() {
 		t.Run(string(f), func(t *testing.T) {
@@ -245,7 +247,7 @@ func TestPrintRedactsSecrets(t *testing.T) {
 				require.NoError(t, err)
 				st := back[0].Status
 				assert.Equal(t, "[redacted]", st["password"])
-				assert.Equal(t, map[string]any{"token": "[redacted]", "server": "https://10.0.0.5:6443"}, st["join"])
+				assert.Equal(t, map[string]any{"token": "[redacted]", "server": "https://10.0.0.5:8443"}, st["join"])
 				assert.Equal(t, map[string]any{"root": "[redacted]"}, st["keys"])
 				assert.Equal(t, []any{"[redacted]", "plain"}, st["list"])
 				assert.Equal(t, r.Spec, back[0].Spec)
@@ -259,7 +261,7 @@ func TestPrintRedactsSecrets(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	s := secret.New("x")
-	r := vm("a", map[string]any{"p": &s, "n": nil}, map[string]any{"absent": nil})
+	r := svc("a", map[string]any{"p": &s, "n": nil}, map[string]any{"absent": nil})
 	c := output.Redact(r, []string{"status.missing", "status.absent", "status.absent.deeper", "spec"})
 	assert.Equal(t, map[string]any{"p": "[redacted]", "n": nil}, c.Spec)
 	assert.Equal(t, map[string]any{"absent": nil}, c.Status)
@@ -296,11 +298,11 @@ func TestAge(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	id := manifest.ID{APIVersion: apiVersion, Kind: "VirtualMachine", Name: "web-01"}
-	assert.Equal(t, "virtualmachine/web-01", output.NameOf(id))
-	names := output.KindNames([]registry.Kind{vmKind, {Kind: "Node"}})
-	assert.Equal(t, "vm/web-01", names(id))
-	assert.Equal(t, "node/pve-1", names(manifest.ID{Kind: "Node", Name: "pve-1"}))
+	id := manifest.ID{APIVersion: apiVersion, Kind: "Service", Name: "web-01"}
+	assert.Equal(t, "service/web-01", output.NameOf(id))
+	names := output.KindNames([]registry.Kind{svcKind, {Kind: "Zone"}})
+	assert.Equal(t, "svc/web-01", names(id))
+	assert.Equal(t, "zone/zone-a", names(manifest.ID{Kind: "Zone", Name: "zone-a"}))
 }
 
 // TestPrintJSONShape checks JSON is an object for one resource, an array for several.
@@ -308,7 +310,7 @@ func TestPrintJSONShape(t *testing.T) {
 	rs, _ := fixtures()
 	var one map[string]any
 	require.NoError(t, json.Unmarshal([]byte(print(t, output.JSON, rs[:1], output.Options{})), &one))
-	assert.Equal(t, "VirtualMachine", one["kind"])
+	assert.Equal(t, "Service", one["kind"])
 	var many []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(print(t, output.JSON, rs, output.Options{})), &many))
 	assert.Len(t, many, 3)

@@ -41,13 +41,13 @@ const (
 // symbol — "+" create, "~" update, "-/+" replace, "-" delete — and the
 // resource, the reasons (as "# ..." lines) and the changed fields
 //
-//	~ vm/web-01 will be updated in place
-//	    # memory change takes effect after a reboot
-//	    ~ spec.cpu.cores: 2 → 4
+//	~ svc/web-01 will be updated in place
+//	    # image change takes effect after a restart
+//	    ~ spec.replicas: 2 → 4
 //	    + spec.tags: ["web"]
 //	    - spec.description: "old"
 //
-// then the execution waves ("Wave 1: vm/web-01, vm/web-02") and a summary,
+// then the execution waves ("Wave 1: svc/web-01, svc/web-02") and a summary,
 // "Plan: 1 to create, 1 to update, 0 to replace, 0 to delete, 3
 // unchanged." Strings are quoted, lists and maps written as JSON. Values
 // of fields whose path contains "password", "passphrase", "secret" or

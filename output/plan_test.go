@@ -15,30 +15,30 @@ import (
 	"github.com/openctl/openctl/secret"
 )
 
-func vmID(name string) manifest.ID {
-	return manifest.ID{APIVersion: apiVersion, Kind: "VirtualMachine", Name: name}
+func svcID(name string) manifest.ID {
+	return manifest.ID{APIVersion: apiVersion, Kind: "Service", Name: name}
 }
 
 func samplePlan() *openctl.Plan {
-	cluster := manifest.ID{APIVersion: "k3s.openctl.io/v1", Kind: "Cluster", Name: "dev"}
+	stack := manifest.ID{APIVersion: apiVersion, Kind: "Stack", Name: "dev"}
 	return &openctl.Plan{
 		Changes: []openctl.Change{
-			{ID: vmID("net"), Action: openctl.ActionNoOp},
-			{ID: vmID("web-01"), Action: openctl.ActionCreate, Reasons: []string{"does not exist"}},
-			{ID: vmID("web-02"), Action: openctl.ActionUpdate, Fields: []manifest.FieldChange{
-				{Path: "spec.cloudInit", Old: map[string]any{"user": "ops", "password": "old-pw"}, New: map[string]any{"user": "ops", "password": "new-pw"}},
-				{Path: "spec.cloudInit.password", Old: "old-pw", New: "new-pw"},
-				{Path: "spec.cpu.cores", Old: int64(2), New: int64(4)},
+			{ID: svcID("proxy"), Action: openctl.ActionNoOp},
+			{ID: svcID("web-01"), Action: openctl.ActionCreate, Reasons: []string{"does not exist"}},
+			{ID: svcID("web-02"), Action: openctl.ActionUpdate, Fields: []manifest.FieldChange{
+				{Path: "spec.admin", Old: map[string]any{"user": "ops", "password": "old-pw"}, New: map[string]any{"user": "ops", "password": "new-pw"}},
+				{Path: "spec.admin.password", Old: "old-pw", New: "new-pw"},
+				{Path: "spec.replicas", Old: int64(2), New: int64(4)},
 				{Path: "spec.description", Old: "old", Removed: true},
 				{Path: "spec.key", Old: secret.Redacted, New: secret.New("k")},
 				{Path: "spec.tags", New: []any{"web", "prod"}, Added: true},
 			}},
-			{ID: vmID("db"), Action: openctl.ActionReplace, Reasons: []string{"template changed: needs a new VM"},
-				Fields: []manifest.FieldChange{{Path: "spec.template.name", Old: "ubuntu-22.04", New: "ubuntu-24.04"}}},
-			{ID: vmID("dev-agent-3"), Action: openctl.ActionDelete, Owner: &cluster, Reasons: []string{"no longer planned by Cluster/dev"}},
-			{ID: vmID("cache"), Action: openctl.ActionNoOp},
+			{ID: svcID("db"), Action: openctl.ActionReplace, Reasons: []string{"region changed: needs a new service"},
+				Fields: []manifest.FieldChange{{Path: "spec.region", Old: "eu-1", New: "eu-2"}}},
+			{ID: svcID("dev-worker-3"), Action: openctl.ActionDelete, Owner: &stack, Reasons: []string{"no longer planned by Stack/dev"}},
+			{ID: svcID("cache"), Action: openctl.ActionNoOp},
 		},
-		Waves: [][]manifest.ID{{vmID("net"), vmID("dev-agent-3")}, {vmID("web-01"), vmID("web-02"), vmID("db")}, {vmID("cache")}},
+		Waves: [][]manifest.ID{{svcID("proxy"), svcID("dev-worker-3")}, {svcID("web-01"), svcID("web-02"), svcID("db")}, {svcID("cache")}},
 	}
 }
 
@@ -46,24 +46,24 @@ func TestPrintPlan(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, output.PrintPlan(&b, samplePlan(), false))
 	assert.Equal(t, ""+
-		"  + virtualmachine/web-01 will be created\n"+
+		"  + service/web-01 will be created\n"+
 		"      # does not exist\n"+
-		"  ~ virtualmachine/web-02 will be updated in place\n"+
-		"      ~ spec.cloudInit: {\"password\":\"[redacted]\",\"user\":\"ops\"} → {\"password\":\"[redacted]\",\"user\":\"ops\"}\n"+
-		"      ~ spec.cloudInit.password: [redacted] → [redacted]\n"+
-		"      ~ spec.cpu.cores: 2 → 4\n"+
+		"  ~ service/web-02 will be updated in place\n"+
+		"      ~ spec.admin: {\"password\":\"[redacted]\",\"user\":\"ops\"} → {\"password\":\"[redacted]\",\"user\":\"ops\"}\n"+
+		"      ~ spec.admin.password: [redacted] → [redacted]\n"+
+		"      ~ spec.replicas: 2 → 4\n"+
 		"      - spec.description: \"old\"\n"+
 		"      ~ spec.key: [redacted] → [redacted]\n"+
 		"      + spec.tags: [\"web\",\"prod\"]\n"+
-		"-/+ virtualmachine/db must be replaced\n"+
-		"      # template changed: needs a new VM\n"+
-		"      ~ spec.template.name: \"ubuntu-22.04\" → \"ubuntu-24.04\"\n"+
-		"  - virtualmachine/dev-agent-3 (part of cluster/dev) will be deleted\n"+
-		"      # no longer planned by Cluster/dev\n"+
+		"-/+ service/db must be replaced\n"+
+		"      # region changed: needs a new service\n"+
+		"      ~ spec.region: \"eu-1\" → \"eu-2\"\n"+
+		"  - service/dev-worker-3 (part of stack/dev) will be deleted\n"+
+		"      # no longer planned by Stack/dev\n"+
 		"\n"+
-		"Wave 1: virtualmachine/net, virtualmachine/dev-agent-3\n"+
-		"Wave 2: virtualmachine/web-01, virtualmachine/web-02, virtualmachine/db\n"+
-		"Wave 3: virtualmachine/cache\n"+
+		"Wave 1: service/proxy, service/dev-worker-3\n"+
+		"Wave 2: service/web-01, service/web-02, service/db\n"+
+		"Wave 3: service/cache\n"+
 		"\n"+
 		"Plan: 1 to create, 1 to update, 1 to replace, 1 to delete, 2 unchanged.\n", b.String())
 	assert.NotContains(t, b.String(), "pw\"")
@@ -72,23 +72,23 @@ func TestPrintPlan(t *testing.T) {
 
 func TestPrintPlanColorAndNames(t *testing.T) {
 	var b bytes.Buffer
-	require.NoError(t, output.WritePlan(&b, samplePlan(), output.PlanOptions{Color: true, Names: output.KindNames([]registry.Kind{vmKind})}))
+	require.NoError(t, output.WritePlan(&b, samplePlan(), output.PlanOptions{Color: true, Names: output.KindNames([]registry.Kind{svcKind})}))
 	out := b.String()
-	assert.Contains(t, out, "\x1b[32m  +\x1b[0m vm/web-01 will be created\n")
-	assert.Contains(t, out, "\x1b[33m  ~\x1b[0m vm/web-02 will be updated in place\n")
-	assert.Contains(t, out, "\x1b[31m-/+\x1b[0m vm/db must be replaced\n")
-	assert.Contains(t, out, "\x1b[31m  -\x1b[0m vm/dev-agent-3 (part of cluster/dev) will be deleted\n")
-	assert.Contains(t, out, "      \x1b[33m~\x1b[0m spec.cpu.cores: 2 → 4\n")
+	assert.Contains(t, out, "\x1b[32m  +\x1b[0m svc/web-01 will be created\n")
+	assert.Contains(t, out, "\x1b[33m  ~\x1b[0m svc/web-02 will be updated in place\n")
+	assert.Contains(t, out, "\x1b[31m-/+\x1b[0m svc/db must be replaced\n")
+	assert.Contains(t, out, "\x1b[31m  -\x1b[0m svc/dev-worker-3 (part of stack/dev) will be deleted\n")
+	assert.Contains(t, out, "      \x1b[33m~\x1b[0m spec.replicas: 2 → 4\n")
 	assert.Contains(t, out, "      \x1b[32m+\x1b[0m spec.tags: [\"web\",\"prod\"]\n")
 	assert.Contains(t, out, "      \x1b[31m-\x1b[0m spec.description: \"old\"\n")
-	assert.Contains(t, out, "Wave 2: vm/web-01, vm/web-02, vm/db\n")
+	assert.Contains(t, out, "Wave 2: svc/web-01, svc/web-02, svc/db\n")
 }
 
 func TestPrintPlanNoChanges(t *testing.T) {
 	var b bytes.Buffer
-	p := &openctl.Plan{Changes: []openctl.Change{{ID: vmID("a"), Action: openctl.ActionNoOp}}, Waves: [][]manifest.ID{{vmID("a")}}}
+	p := &openctl.Plan{Changes: []openctl.Change{{ID: svcID("a"), Action: openctl.ActionNoOp}}, Waves: [][]manifest.ID{{svcID("a")}}}
 	require.NoError(t, output.PrintPlan(&b, p, true))
-	assert.Equal(t, "No changes: every resource matches its manifest.\n\nWave 1: virtualmachine/a\n\nPlan: 0 to create, 0 to update, 0 to replace, 0 to delete, 1 unchanged.\n", b.String())
+	assert.Equal(t, "No changes: every resource matches its manifest.\n\nWave 1: service/a\n\nPlan: 0 to create, 0 to update, 0 to replace, 0 to delete, 1 unchanged.\n", b.String())
 
 	b.Reset()
 	require.NoError(t, output.PrintPlan(&b, &openctl.Plan{}, false))

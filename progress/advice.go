@@ -13,8 +13,9 @@ import (
 // texts name the openctl CLI's commands. res.Err must not be nil.
 //
 //   - interrupted (context.Canceled): re-run to converge;
-//   - Unauthorized: check the API token's privileges;
-//   - Transient: a temporary Proxmox or network problem: re-run, it resumes;
+//   - Unauthorized: check the provider context's credentials and permissions;
+//   - Transient: a temporary problem of the provider's service or of the
+//     network: re-run, it resumes;
 //   - Invalid: fix the manifest at res.Source (or the file:line in the message);
 //   - Conflict: another openctl holds the state lock: wait, or force-unlock;
 //   - AlreadyExists: a resource openctl did not create has that name;
@@ -26,9 +27,9 @@ func Advice(res openctl.Result) string {
 	}
 	switch errcode.Of(res.Err) {
 	case errcode.Unauthorized:
-		return "check the API token's privileges: the message names the one missing"
+		return "check the credentials of the provider's context and their permissions; the error above may name what is missing"
 	case errcode.Transient:
-		return "a temporary Proxmox or network problem: re-run the same command; it resumes where it stopped (resources already applied are recorded in state)"
+		return "a temporary problem of the provider's service or of the network: re-run the same command; it resumes where it stopped (resources already applied are recorded in state)"
 	case errcode.Invalid:
 		if s := res.Source.String(); s != "" {
 			return "fix the manifest at " + s

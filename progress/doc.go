@@ -12,18 +12,18 @@
 //
 // On a terminal this shows, redrawn every 100ms,
 //
-//	✓ vm/db       3.2s  created
-//	⠹ vm/web-01    12s  applying: cloning ubuntu-24.04-cloud
-//	⠹ vm/web-02     8s  retrying (attempt 2 in 1.2s): proxmox: 503 Service Unavailable
-//	· vm/web-03         pending
+//	✓ svc/db        3.2s  created
+//	⠹ svc/web-01     12s  applying: pulling image nginx:1.27
+//	⠹ svc/web-02      8s  retrying (attempt 2 in 1.2s): demo: 503 Service Unavailable
+//	· svc/web-03          pending
 //
 // and at the end
 //
 //	Apply failed: 1 created, 0 updated, 0 unchanged, 1 failed, 1 skipped (14.0s)
-//	  ✗ vm/web-02: openctl: apply VirtualMachine/web-02 (vms.yaml:9): proxmox: ... (UNAUTHORIZED)
-//	    → check the API token's privileges: the message names the one missing
-//	  ✗ vm/web-03: not attempted: depends on vm/web-02
-//	    → fix vm/web-02 and re-run
+//	  ✗ svc/web-02: openctl: apply Service/web-02 (services.yaml:9): demo: ... (UNAUTHORIZED)
+//	    → check the credentials of the provider's context and their permissions; ...
+//	  ✗ svc/web-03: not attempted: depends on svc/web-02
+//	    → fix svc/web-02 and re-run
 //
 // ExampleRenderer shows the plain mode.
 //
@@ -41,10 +41,10 @@
 //
 // [Plain] writes a line per event, stamped with the event's time:
 //
-//	2026-11-30T10:00:01Z vm/web-01 started
-//	2026-11-30T10:00:02Z vm/web-01 step: cloning
-//	2026-11-30T10:00:04Z vm/web-01 created (3.2s)
-//	2026-11-30T10:00:04Z vm/web-02 failed: <error>
+//	2026-11-30T10:00:01Z svc/web-01 started
+//	2026-11-30T10:00:02Z svc/web-01 step: pulling image nginx:1.27
+//	2026-11-30T10:00:04Z svc/web-01 created (3.2s)
+//	2026-11-30T10:00:04Z svc/web-02 failed: <error>
 //
 // [Quiet] writes only the failure listing. [Auto], the default, is TTY on
 // a terminal whose TERM is not "dumb", and Plain otherwise.

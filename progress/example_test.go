@@ -14,18 +14,18 @@ func ExampleRenderer() {
 	start := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	r := progress.New(os.Stdout, progress.Plain,
 		progress.WithClock(func() time.Time { return start }),
-		progress.WithNames(func(id manifest.ID) string { return "vm/" + id.Name }))
+		progress.WithNames(func(id manifest.ID) string { return "svc/" + id.Name }))
 	defer r.Close()
 
 	// An engine built with openctl.WithObserver(r.Observe) sends these.
-	web01 := manifest.ID{APIVersion: "proxmox.openctl.io/v1", Kind: "VirtualMachine", Name: "web-01"}
-	web02 := manifest.ID{APIVersion: "proxmox.openctl.io/v1", Kind: "VirtualMachine", Name: "web-02"}
+	web01 := manifest.ID{APIVersion: "demo.openctl.io/v1", Kind: "Service", Name: "web-01"}
+	web02 := manifest.ID{APIVersion: "demo.openctl.io/v1", Kind: "Service", Name: "web-02"}
 	at := func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
-	denied := errcode.New(errcode.Unauthorized, "proxmox: permission check failed (/vms/102, VM.Clone)")
+	denied := errcode.New(errcode.Unauthorized, "demo: permission denied (services.create on web-02)")
 	for _, ev := range []openctl.Event{
 		{Time: at(0), Type: openctl.EventStarted, ID: web01, Op: "apply"},
 		{Time: at(0), Type: openctl.EventStarted, ID: web02, Op: "apply"},
-		{Time: at(1), Type: openctl.EventStep, ID: web01, Op: "apply", Step: "cloning ubuntu-24.04-cloud"},
+		{Time: at(1), Type: openctl.EventStep, ID: web01, Op: "apply", Step: "pulling image nginx:1.27"},
 		{Time: at(1.5), Type: openctl.EventFailed, ID: web02, Op: "apply", Outcome: openctl.OutcomeFailed, Err: denied, Elapsed: 1500 * time.Millisecond},
 		{Time: at(3.2), Type: openctl.EventSucceeded, ID: web01, Op: "apply", Outcome: openctl.OutcomeCreated, Elapsed: 3200 * time.Millisecond},
 	} {
@@ -37,12 +37,12 @@ func ExampleRenderer() {
 	}}
 	r.Finish(rep, rep.Err())
 	// Output:
-	// 2026-11-30T10:00:00Z vm/web-01 started
-	// 2026-11-30T10:00:00Z vm/web-02 started
-	// 2026-11-30T10:00:01Z vm/web-01 step: cloning ubuntu-24.04-cloud
-	// 2026-11-30T10:00:01Z vm/web-02 failed: proxmox: permission check failed (/vms/102, VM.Clone) (UNAUTHORIZED)
-	// 2026-11-30T10:00:03Z vm/web-01 created (3.2s)
+	// 2026-11-30T10:00:00Z svc/web-01 started
+	// 2026-11-30T10:00:00Z svc/web-02 started
+	// 2026-11-30T10:00:01Z svc/web-01 step: pulling image nginx:1.27
+	// 2026-11-30T10:00:01Z svc/web-02 failed: demo: permission denied (services.create on web-02) (UNAUTHORIZED)
+	// 2026-11-30T10:00:03Z svc/web-01 created (3.2s)
 	// Apply failed: 1 created, 0 updated, 0 unchanged, 1 failed (3.3s)
-	//   ✗ vm/web-02: proxmox: permission check failed (/vms/102, VM.Clone) (UNAUTHORIZED)
-	//     → check the API token's privileges: the message names the one missing
+	//   ✗ svc/web-02: demo: permission denied (services.create on web-02) (UNAUTHORIZED)
+	//     → check the credentials of the provider's context and their permissions; the error above may name what is missing
 }

@@ -9,9 +9,9 @@ import (
 
 // plainLine renders an event as one timestamped line:
 //
-//	2026-11-30T10:00:01Z vm/web-01 started
-//	2026-11-30T10:00:02Z vm/web-01 step: cloning ubuntu-24.04-cloud
-//	2026-11-30T10:00:04Z vm/web-01 created (3.2s)
+//	2026-11-30T10:00:01Z svc/web-01 started
+//	2026-11-30T10:00:02Z svc/web-01 step: pulling image nginx:1.27
+//	2026-11-30T10:00:04Z svc/web-01 created (3.2s)
 func (r *Renderer) plainLine(ev openctl.Event) string {
 	var what string
 	switch ev.Type {

@@ -43,14 +43,14 @@ func (c *fakeClock) Set(d time.Duration) {
 	c.t = t0.Add(d)
 }
 
-func vm(name string) manifest.ID {
-	return manifest.ID{APIVersion: "proxmox.openctl.io/v1", Kind: "VirtualMachine", Name: name}
+func svc(name string) manifest.ID {
+	return manifest.ID{APIVersion: "demo.openctl.io/v1", Kind: "Service", Name: name}
 }
 
-func shortName(id manifest.ID) string { return "vm/" + id.Name }
+func shortName(id manifest.ID) string { return "svc/" + id.Name }
 
 func ev(at time.Duration, typ openctl.EventType, name string, mod ...func(*openctl.Event)) openctl.Event {
-	e := openctl.Event{Time: t0.Add(at), Type: typ, ID: vm(name), Op: "apply"}
+	e := openctl.Event{Time: t0.Add(at), Type: typ, ID: svc(name), Op: "apply"}
 	for _, m := range mod {
 		m(&e)
 	}
@@ -66,20 +66,20 @@ func retry(attempt int, d time.Duration) func(*openctl.Event) {
 }
 
 var (
-	errUnavailable = errcode.New(errcode.Transient, "proxmox: 503 Service Unavailable")
-	errDenied      = errcode.New(errcode.Unauthorized, "proxmox: permission check failed (/vms/102, VM.Clone)")
-	skipWeb03      = &openctl.SkippedError{ID: vm("web-03"), Op: "apply", Cause: vm("web-02"), Err: errors.New("dependency failed")}
+	errUnavailable = errcode.New(errcode.Transient, "demo: 503 Service Unavailable")
+	errDenied      = errcode.New(errcode.Unauthorized, "demo: permission denied (services.create on web-02)")
+	skipWeb03      = &openctl.SkippedError{ID: svc("web-03"), Op: "apply", Cause: svc("web-02"), Err: errors.New("dependency failed")}
 )
 
-// events is an apply of three VMs: web-01 is created, web-02 is retried
+// events is an apply of three services: web-01 is created, web-02 is retried
 // then fails, web-03 is skipped.
 func events() []openctl.Event {
 	return []openctl.Event{
 		ev(0, openctl.EventStarted, "web-01"),
 		ev(0, openctl.EventStarted, "web-02"),
-		ev(1*time.Second, openctl.EventStep, "web-01", step("cloning ubuntu-24.04-cloud")),
+		ev(1*time.Second, openctl.EventStep, "web-01", step("pulling image nginx:1.27")),
 		ev(1500*time.Millisecond, openctl.EventRetrying, "web-02", retry(1, 1200*time.Millisecond), fail(errUnavailable)),
-		ev(2*time.Second, openctl.EventWaiting, "web-01", step("waiting for guest agent")),
+		ev(2*time.Second, openctl.EventWaiting, "web-01", step("waiting for health check")),
 		ev(3200*time.Millisecond, openctl.EventSucceeded, "web-01", outcome(openctl.OutcomeCreated), elapsed(3200*time.Millisecond)),
 		ev(4*time.Second, openctl.EventFailed, "web-02", outcome(openctl.OutcomeFailed), elapsed(4*time.Second), fail(errDenied)),
 		ev(4*time.Second, openctl.EventSkipped, "web-03", outcome(openctl.OutcomeSkipped), fail(skipWeb03)),
@@ -88,17 +88,17 @@ func events() []openctl.Event {
 
 func report() *openctl.Report {
 	return &openctl.Report{Duration: 4100 * time.Millisecond, Results: []openctl.Result{
-		{ID: vm("web-01"), Outcome: openctl.OutcomeCreated, Duration: 3200 * time.Millisecond},
-		{ID: vm("web-02"), Outcome: openctl.OutcomeFailed, Err: errDenied, Duration: 4 * time.Second},
-		{ID: vm("web-03"), Outcome: openctl.OutcomeSkipped, Err: skipWeb03},
+		{ID: svc("web-01"), Outcome: openctl.OutcomeCreated, Duration: 3200 * time.Millisecond},
+		{ID: svc("web-02"), Outcome: openctl.OutcomeFailed, Err: errDenied, Duration: 4 * time.Second},
+		{ID: svc("web-03"), Outcome: openctl.OutcomeSkipped, Err: skipWeb03},
 	}}
 }
 
 const failures = "" +
-	"  ✗ vm/web-02: proxmox: permission check failed (/vms/102, VM.Clone) (UNAUTHORIZED)\n" +
-	"    → check the API token's privileges: the message names the one missing\n" +
-	"  ✗ vm/web-03: not attempted: depends on vm/web-02\n" +
-	"    → fix vm/web-02 and re-run\n"
+	"  ✗ svc/web-02: demo: permission denied (services.create on web-02) (UNAUTHORIZED)\n" +
+	"    → check the credentials of the provider's context and their permissions; the error above may name what is missing\n" +
+	"  ✗ svc/web-03: not attempted: depends on svc/web-02\n" +
+	"    → fix svc/web-02 and re-run\n"
 
 func TestParseMode(t *testing.T) {
 	for _, tc := range []struct {
@@ -135,20 +135,20 @@ func TestPlain(t *testing.T) {
 	var b bytes.Buffer
 	clk := newClock()
 	r := progress.New(&b, progress.Plain, progress.WithClock(clk.Now), progress.WithNames(shortName))
-	r.Start("apply", []manifest.ID{vm("web-01"), vm("web-02"), vm("web-03")})
+	r.Start("apply", []manifest.ID{svc("web-01"), svc("web-02"), svc("web-03")})
 	for _, e := range events() {
 		r.Observe(e)
 	}
 	r.Finish(report(), report().Err())
 	assert.Equal(t, ""+
-		"2026-11-30T10:00:00Z vm/web-01 started\n"+
-		"2026-11-30T10:00:00Z vm/web-02 started\n"+
-		"2026-11-30T10:00:01Z vm/web-01 step: cloning ubuntu-24.04-cloud\n"+
-		"2026-11-30T10:00:01Z vm/web-02 retrying (attempt 2 in 1.2s): proxmox: 503 Service Unavailable (TRANSIENT)\n"+
-		"2026-11-30T10:00:02Z vm/web-01 waiting: waiting for guest agent\n"+
-		"2026-11-30T10:00:03Z vm/web-01 created (3.2s)\n"+
-		"2026-11-30T10:00:04Z vm/web-02 failed: proxmox: permission check failed (/vms/102, VM.Clone) (UNAUTHORIZED)\n"+
-		"2026-11-30T10:00:04Z vm/web-03 skipped: depends on vm/web-02\n"+
+		"2026-11-30T10:00:00Z svc/web-01 started\n"+
+		"2026-11-30T10:00:00Z svc/web-02 started\n"+
+		"2026-11-30T10:00:01Z svc/web-01 step: pulling image nginx:1.27\n"+
+		"2026-11-30T10:00:01Z svc/web-02 retrying (attempt 2 in 1.2s): demo: 503 Service Unavailable (TRANSIENT)\n"+
+		"2026-11-30T10:00:02Z svc/web-01 waiting: waiting for health check\n"+
+		"2026-11-30T10:00:03Z svc/web-01 created (3.2s)\n"+
+		"2026-11-30T10:00:04Z svc/web-02 failed: demo: permission denied (services.create on web-02) (UNAUTHORIZED)\n"+
+		"2026-11-30T10:00:04Z svc/web-03 skipped: depends on svc/web-02\n"+
 		"Apply failed: 1 created, 0 updated, 0 unchanged, 1 failed, 1 skipped (4.1s)\n"+
 		failures, b.String())
 }
@@ -158,14 +158,14 @@ func TestPlainDefaultsAndSanitising(t *testing.T) {
 	clk := newClock()
 	r := progress.New(&b, progress.Plain, progress.WithClock(clk.Now))
 	clk.Set(90 * time.Second)
-	r.Observe(openctl.Event{Type: openctl.EventStep, ID: vm("web-01"), Op: "delete", Step: "line one\nline\x1b[2Jtwo"})
-	r.Observe(openctl.Event{Type: openctl.EventSkipped, ID: vm("web-02"), Op: "delete", Err: &openctl.SkippedError{ID: vm("web-02"), Op: "delete", Err: context.Canceled}})
-	r.Observe(openctl.Event{Type: openctl.EventSucceeded, ID: vm("web-01"), Op: "delete", Outcome: openctl.OutcomeDeleted, Elapsed: 75 * time.Second})
+	r.Observe(openctl.Event{Type: openctl.EventStep, ID: svc("web-01"), Op: "delete", Step: "line one\nline\x1b[2Jtwo"})
+	r.Observe(openctl.Event{Type: openctl.EventSkipped, ID: svc("web-02"), Op: "delete", Err: &openctl.SkippedError{ID: svc("web-02"), Op: "delete", Err: context.Canceled}})
+	r.Observe(openctl.Event{Type: openctl.EventSucceeded, ID: svc("web-01"), Op: "delete", Outcome: openctl.OutcomeDeleted, Elapsed: 75 * time.Second})
 	r.Close()
 	assert.Equal(t, ""+
-		"2026-11-30T10:01:30Z virtualmachine/web-01 step: line one line?[2Jtwo\n"+
-		"2026-11-30T10:01:30Z virtualmachine/web-02 skipped: interrupted\n"+
-		"2026-11-30T10:01:30Z virtualmachine/web-01 deleted (1m15s)\n", b.String())
+		"2026-11-30T10:01:30Z service/web-01 step: line one line?[2Jtwo\n"+
+		"2026-11-30T10:01:30Z service/web-02 skipped: interrupted\n"+
+		"2026-11-30T10:01:30Z service/web-01 deleted (1m15s)\n", b.String())
 }
 
 func TestSummary(t *testing.T) {
@@ -178,15 +178,15 @@ func TestSummary(t *testing.T) {
 		want string
 	}{
 		{"apply", "apply", &openctl.Report{Duration: 12300 * time.Millisecond, Results: []openctl.Result{
-			{ID: vm("a"), Outcome: openctl.OutcomeCreated}, {ID: vm("b"), Outcome: openctl.OutcomeCreated},
-			{ID: vm("c"), Outcome: openctl.OutcomeUpdated}, {ID: vm("d"), Outcome: openctl.OutcomeUnchanged},
-			{ID: vm("e"), Outcome: openctl.OutcomeUnchanged}, {ID: vm("f"), Outcome: openctl.OutcomeUnchanged},
+			{ID: svc("a"), Outcome: openctl.OutcomeCreated}, {ID: svc("b"), Outcome: openctl.OutcomeCreated},
+			{ID: svc("c"), Outcome: openctl.OutcomeUpdated}, {ID: svc("d"), Outcome: openctl.OutcomeUnchanged},
+			{ID: svc("e"), Outcome: openctl.OutcomeUnchanged}, {ID: svc("f"), Outcome: openctl.OutcomeUnchanged},
 		}}, nil, "Apply complete: 2 created, 1 updated, 3 unchanged, 0 failed (12.3s)\n"},
 		{"apply with a prune", "apply", &openctl.Report{Duration: time.Second, Results: []openctl.Result{
-			{ID: vm("a"), Outcome: openctl.OutcomeUnchanged}, {ID: vm("b"), Outcome: openctl.OutcomeDeleted},
+			{ID: svc("a"), Outcome: openctl.OutcomeUnchanged}, {ID: svc("b"), Outcome: openctl.OutcomeDeleted},
 		}}, nil, "Apply complete: 0 created, 0 updated, 1 unchanged, 1 deleted, 0 failed (1.0s)\n"},
 		{"delete", "delete", &openctl.Report{Duration: 1200 * time.Millisecond, Results: []openctl.Result{
-			{ID: vm("a"), Outcome: openctl.OutcomeDeleted}, {ID: vm("b"), Outcome: openctl.OutcomeDeleted}, {ID: vm("c"), Outcome: openctl.OutcomeDeleted},
+			{ID: svc("a"), Outcome: openctl.OutcomeDeleted}, {ID: svc("b"), Outcome: openctl.OutcomeDeleted}, {ID: svc("c"), Outcome: openctl.OutcomeDeleted},
 		}}, nil, "Delete complete: 3 deleted, 0 failed (1.2s)\n"},
 		{"long", "apply", &openctl.Report{Duration: 125 * time.Second}, nil, "Apply complete: 0 created, 0 updated, 0 unchanged, 0 failed (2m05s)\n"},
 		{"lock held, nothing ran", "apply", nil, lockErr, "" +
@@ -223,14 +223,14 @@ func TestAdvice(t *testing.T) {
 		res  openctl.Result
 		want string
 	}{
-		{"unauthorized", openctl.Result{Err: errDenied}, "check the API token's privileges: the message names the one missing"},
-		{"transient", openctl.Result{Err: fmt.Errorf("openctl: apply: %w", errUnavailable)}, "a temporary Proxmox or network problem: re-run the same command; it resumes where it stopped (resources already applied are recorded in state)"},
-		{"deadline", openctl.Result{Err: context.DeadlineExceeded}, "a temporary Proxmox or network problem: re-run the same command; it resumes where it stopped (resources already applied are recorded in state)"},
-		{"invalid with source", openctl.Result{Err: errcode.New(errcode.Invalid, "proxmox: spec.cpu.cores: must be at least 1"), Source: manifest.Source{File: "vms.yaml", Line: 12}}, "fix the manifest at vms.yaml:12"},
+		{"unauthorized", openctl.Result{Err: errDenied}, "check the credentials of the provider's context and their permissions; the error above may name what is missing"},
+		{"transient", openctl.Result{Err: fmt.Errorf("openctl: apply: %w", errUnavailable)}, "a temporary problem of the provider's service or of the network: re-run the same command; it resumes where it stopped (resources already applied are recorded in state)"},
+		{"deadline", openctl.Result{Err: context.DeadlineExceeded}, "a temporary problem of the provider's service or of the network: re-run the same command; it resumes where it stopped (resources already applied are recorded in state)"},
+		{"invalid with source", openctl.Result{Err: errcode.New(errcode.Invalid, "demo: spec.replicas: must be at least 1"), Source: manifest.Source{File: "services.yaml", Line: 12}}, "fix the manifest at services.yaml:12"},
 		{"invalid", openctl.Result{Err: errcode.New(errcode.Invalid, "x")}, "fix the manifest at the file:line named above"},
 		{"conflict", openctl.Result{Err: errcode.New(errcode.Conflict, "state: locked by bob")}, "another openctl holds the state lock (named above): wait for it to finish, or run `openctl state force-unlock` if it crashed"},
-		{"already exists", openctl.Result{Err: errcode.New(errcode.AlreadyExists, "proxmox: VM web-01 exists")}, "a resource openctl did not create has that name: rename yours or remove the existing one"},
-		{"not found", openctl.Result{Err: errcode.New(errcode.NotFound, "refs: VirtualMachine/db")}, "the referenced resource does not exist: create it first or fix the reference"},
+		{"already exists", openctl.Result{Err: errcode.New(errcode.AlreadyExists, "demo: service web-01 exists")}, "a resource openctl did not create has that name: rename yours or remove the existing one"},
+		{"not found", openctl.Result{Err: errcode.New(errcode.NotFound, "refs: Service/db")}, "the referenced resource does not exist: create it first or fix the reference"},
 		{"canceled", openctl.Result{Err: fmt.Errorf("openctl: apply: %w", context.Canceled)}, "interrupted: re-run the same command to converge"},
 		{"internal", openctl.Result{Err: errors.New("boom")}, "an unexpected error: re-run the same command, and report it with this message if it happens again"},
 	} {
@@ -240,12 +240,12 @@ func TestAdvice(t *testing.T) {
 
 func TestFinishListing(t *testing.T) {
 	var b bytes.Buffer
-	multi := errors.Join(errcode.New(errcode.Invalid, "vms.yaml:3:5: metadata.name: bad"), errcode.New(errcode.Invalid, "vms.yaml:9:1: kind is empty"))
+	multi := errors.Join(errcode.New(errcode.Invalid, "services.yaml:3:5: metadata.name: bad"), errcode.New(errcode.Invalid, "services.yaml:9:1: kind is empty"))
 	rep := &openctl.Report{Duration: time.Second, Results: []openctl.Result{
-		{ID: vm("a"), Outcome: openctl.OutcomeFailed, Err: multi},
-		{ID: vm("b"), Outcome: openctl.OutcomeSkipped, Err: &openctl.SkippedError{ID: vm("b"), Op: "apply", Err: context.Canceled}},
-		{ID: vm("c"), Outcome: openctl.OutcomeFailed},
-		{ID: vm("d"), Outcome: openctl.OutcomeFailed, Err: errcode.New(errcode.AlreadyExists, "exists")},
+		{ID: svc("a"), Outcome: openctl.OutcomeFailed, Err: multi},
+		{ID: svc("b"), Outcome: openctl.OutcomeSkipped, Err: &openctl.SkippedError{ID: svc("b"), Op: "apply", Err: context.Canceled}},
+		{ID: svc("c"), Outcome: openctl.OutcomeFailed},
+		{ID: svc("d"), Outcome: openctl.OutcomeFailed, Err: errcode.New(errcode.AlreadyExists, "exists")},
 	}}
 	r := progress.New(&b, progress.Quiet, progress.WithNames(shortName), progress.WithAdvice(func(res openctl.Result) string {
 		if errcode.Is(res.Err, errcode.AlreadyExists) {
@@ -255,19 +255,19 @@ func TestFinishListing(t *testing.T) {
 	}))
 	r.Finish(rep, rep.Err())
 	assert.Equal(t, ""+
-		"  ✗ vm/a: vms.yaml:3:5: metadata.name: bad (INVALID_REQUEST)\n"+
-		"    vms.yaml:9:1: kind is empty (INVALID_REQUEST)\n"+
+		"  ✗ svc/a: services.yaml:3:5: metadata.name: bad (INVALID_REQUEST)\n"+
+		"    services.yaml:9:1: kind is empty (INVALID_REQUEST)\n"+
 		"    → custom: INVALID_REQUEST\n"+
-		"  ✗ vm/b: not attempted: interrupted\n"+
+		"  ✗ svc/b: not attempted: interrupted\n"+
 		"    → custom: INTERNAL\n"+
-		"  ✗ vm/c: failed\n"+
-		"  ✗ vm/d: exists (ALREADY_EXISTS)\n", b.String())
+		"  ✗ svc/c: failed\n"+
+		"  ✗ svc/d: exists (ALREADY_EXISTS)\n", b.String())
 }
 
 func TestQuiet(t *testing.T) {
 	var b bytes.Buffer
 	r := progress.New(&b, progress.Quiet, progress.WithNames(shortName))
-	r.Start("apply", []manifest.ID{vm("web-01")})
+	r.Start("apply", []manifest.ID{svc("web-01")})
 	for _, e := range events() {
 		r.Observe(e)
 		assert.Empty(t, b.String())
@@ -278,7 +278,7 @@ func TestQuiet(t *testing.T) {
 	b.Reset()
 	r = progress.New(&b, progress.Quiet)
 	r.Observe(ev(0, openctl.EventSucceeded, "web-01", outcome(openctl.OutcomeCreated)))
-	r.Finish(&openctl.Report{Results: []openctl.Result{{ID: vm("web-01"), Outcome: openctl.OutcomeCreated}}}, nil)
+	r.Finish(&openctl.Report{Results: []openctl.Result{{ID: svc("web-01"), Outcome: openctl.OutcomeCreated}}}, nil)
 	assert.Empty(t, b.String(), "nothing failed: nothing to say")
 }
 
@@ -289,7 +289,7 @@ func TestFinishAndCloseOnce(t *testing.T) {
 	n := b.Len()
 	r.Finish(&openctl.Report{}, nil)
 	r.Observe(ev(0, openctl.EventStarted, "web-01"))
-	r.Start("apply", []manifest.ID{vm("x")})
+	r.Start("apply", []manifest.ID{svc("x")})
 	r.Refresh()
 	r.Close()
 	r.Close()
@@ -322,7 +322,7 @@ func TestTTY(t *testing.T) {
 	var b bytes.Buffer
 	clk := newClock()
 	r := progress.New(&b, progress.TTY, progress.WithClock(clk.Now), progress.WithInterval(0), progress.WithWidth(80), progress.WithNames(shortName))
-	r.Start("apply", []manifest.ID{vm("web-01"), vm("web-02"), vm("web-03")})
+	r.Start("apply", []manifest.ID{svc("web-01"), svc("web-02"), svc("web-03")})
 	frame := func() string {
 		t.Helper()
 		n := b.Len()
@@ -331,9 +331,9 @@ func TestTTY(t *testing.T) {
 	}
 
 	assert.Equal(t, ""+
-		"\r\x1b[2K· vm/web-01          pending\n"+
-		"\r\x1b[2K· vm/web-02          pending\n"+
-		"\r\x1b[2K· vm/web-03          pending\n", frame())
+		"\r\x1b[2K· svc/web-01          pending\n"+
+		"\r\x1b[2K· svc/web-02          pending\n"+
+		"\r\x1b[2K· svc/web-03          pending\n", frame())
 	assert.Empty(t, frame(), "nothing changed: no redraw")
 
 	evs := events()
@@ -343,25 +343,25 @@ func TestTTY(t *testing.T) {
 	clk.Set(2300 * time.Millisecond) // spinner frame 23 % 10 = 3
 	assert.Equal(t, ""+
 		"\x1b[3A"+
-		"\r\x1b[2K⠸ vm/web-01      2s  applying: cloning ubuntu-24.04-cloud\n"+
-		"\r\x1b[2K⠸ vm/web-02      2s  retrying (attempt 2 in 0.4s): proxmox: 503 Service Unavai…\n"+
-		"\r\x1b[2K· vm/web-03          pending\n", frame())
+		"\r\x1b[2K⠸ svc/web-01      2s  applying: pulling image nginx:1.27\n"+
+		"\r\x1b[2K⠸ svc/web-02      2s  retrying (attempt 2 in 0.4s): demo: 503 Service Unavaila…\n"+
+		"\r\x1b[2K· svc/web-03          pending\n", frame())
 
 	clk.Set(2800 * time.Millisecond) // the retry is due; spinner frame 8
 	r.Observe(evs[4])                // web-01 waiting
 	assert.Equal(t, ""+
 		"\x1b[3A"+
-		"\r\x1b[2K⠇ vm/web-01      2s  waiting: waiting for guest agent\n"+
-		"\r\x1b[2K⠇ vm/web-02      2s  retrying (attempt 2): proxmox: 503 Service Unavailable (T…\n"+
-		"\r\x1b[2K· vm/web-03          pending\n", frame(), "the retry countdown ended")
+		"\r\x1b[2K⠇ svc/web-01      2s  waiting: waiting for health check\n"+
+		"\r\x1b[2K⠇ svc/web-02      2s  retrying (attempt 2): demo: 503 Service Unavailable (TRA…\n"+
+		"\r\x1b[2K· svc/web-03          pending\n", frame(), "the retry countdown ended")
 
 	clk.Set(3200 * time.Millisecond) // spinner frame 2
 	r.Observe(evs[5])                // web-01 created: its final line goes above the live lines
 	assert.Equal(t, ""+
 		"\x1b[3A"+
-		"\r\x1b[2K✓ vm/web-01    3.2s  created\n"+
-		"\r\x1b[2K⠹ vm/web-02      3s  retrying (attempt 2): proxmox: 503 Service Unavailable (T…\n"+
-		"\r\x1b[2K· vm/web-03          pending\n", frame())
+		"\r\x1b[2K✓ svc/web-01    3.2s  created\n"+
+		"\r\x1b[2K⠹ svc/web-02      3s  retrying (attempt 2): demo: 503 Service Unavailable (TRA…\n"+
+		"\r\x1b[2K· svc/web-03          pending\n", frame())
 
 	clk.Set(4 * time.Second)
 	for _, e := range evs[6:] {
@@ -370,8 +370,8 @@ func TestTTY(t *testing.T) {
 	r.Finish(report(), report().Err())
 	assert.Equal(t, ""+
 		"\x1b[2A"+
-		"\r\x1b[2K✗ vm/web-02    4.0s  failed: proxmox: permission check failed (/vms/102, VM.Cl…\n"+
-		"\r\x1b[2K- vm/web-03          skipped: depends on vm/web-02\n"+
+		"\r\x1b[2K✗ svc/web-02    4.0s  failed: demo: permission denied (services.create on web-…\n"+
+		"\r\x1b[2K- svc/web-03          skipped: depends on svc/web-02\n"+
 		"\n"+
 		"Apply failed: 1 created, 0 updated, 0 unchanged, 1 failed, 1 skipped (4.1s)\n"+
 		failures, b.String()[strings.LastIndex(b.String(), "\x1b[2A"):])
@@ -390,11 +390,11 @@ func TestTTY(t *testing.T) {
 func TestTTYFinishWithoutEvents(t *testing.T) {
 	var b bytes.Buffer
 	r := progress.New(&b, progress.TTY, progress.WithInterval(0), progress.WithNames(shortName))
-	r.Start("delete", []manifest.ID{vm("a"), vm("b")})
+	r.Start("delete", []manifest.ID{svc("a"), svc("b")})
 	r.Refresh()
-	r.Finish(&openctl.Report{Duration: time.Second, Results: []openctl.Result{{ID: vm("a"), Outcome: openctl.OutcomeDeleted, Duration: 500 * time.Millisecond}}}, nil)
+	r.Finish(&openctl.Report{Duration: time.Second, Results: []openctl.Result{{ID: svc("a"), Outcome: openctl.OutcomeDeleted, Duration: 500 * time.Millisecond}}}, nil)
 	out := b.String()
-	assert.Contains(t, out, "\x1b[2A\r\x1b[2K✓ vm/a    0.5s  deleted\n\r\x1b[2K- vm/b          not started\n\nDelete complete: 1 deleted, 0 failed (1.0s)\n")
+	assert.Contains(t, out, "\x1b[2A\r\x1b[2K✓ svc/a    0.5s  deleted\n\r\x1b[2K- svc/b          not started\n\nDelete complete: 1 deleted, 0 failed (1.0s)\n")
 }
 
 // TestTTYBackground lets the redraw goroutine draw with a real interval.
@@ -403,8 +403,8 @@ func TestTTYBackground(t *testing.T) {
 	clk := newClock()
 	r := progress.New(&b, progress.TTY, progress.WithClock(clk.Now), progress.WithInterval(time.Millisecond), progress.WithNames(shortName))
 	r.Observe(ev(0, openctl.EventStarted, "web-01"))
-	r.Observe(ev(0, openctl.EventStep, "web-01", step("cloning")))
-	require.Eventually(t, func() bool { return strings.Contains(b.String(), "applying: cloning") }, 5*time.Second, time.Millisecond)
+	r.Observe(ev(0, openctl.EventStep, "web-01", step("pulling")))
+	require.Eventually(t, func() bool { return strings.Contains(b.String(), "applying: pulling") }, 5*time.Second, time.Millisecond)
 	r.Finish(nil, nil)
 	assert.Contains(t, b.String(), "Apply complete")
 }
@@ -440,11 +440,11 @@ func TestObserveConcurrent(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for i := range perWorker {
-						name := fmt.Sprintf("vm-%d-%d", w, i)
-						r.Observe(openctl.Event{Type: openctl.EventStarted, ID: vm(name), Op: "apply"})
-						r.Observe(openctl.Event{Type: openctl.EventStep, ID: vm(name), Op: "apply", Step: "cloning"})
+						name := fmt.Sprintf("svc-%d-%d", w, i)
+						r.Observe(openctl.Event{Type: openctl.EventStarted, ID: svc(name), Op: "apply"})
+						r.Observe(openctl.Event{Type: openctl.EventStep, ID: svc(name), Op: "apply", Step: "pulling"})
 						r.Refresh()
-						r.Observe(openctl.Event{Type: openctl.EventSucceeded, ID: vm(name), Op: "apply", Outcome: openctl.OutcomeCreated})
+						r.Observe(openctl.Event{Type: openctl.EventSucceeded, ID: svc(name), Op: "apply", Outcome: openctl.OutcomeCreated})
 					}
 				}()
 			}
@@ -477,7 +477,7 @@ func TestTTYInterleave(t *testing.T) {
 	logw := r.Interleave(&b)
 	_, err := logw.Write([]byte("before\n"))
 	require.NoError(t, err)
-	r.Start("apply", []manifest.ID{vm("web-01"), vm("web-02")})
+	r.Start("apply", []manifest.ID{svc("web-01"), svc("web-02")})
 	r.Refresh()
 	n := b.Len()
 	_, err = logw.Write([]byte("level=WARN msg=retrying\n"))
@@ -485,8 +485,8 @@ func TestTTYInterleave(t *testing.T) {
 	assert.Equal(t, ""+
 		"\x1b[2A\r\x1b[J"+
 		"level=WARN msg=retrying\n"+
-		"\r\x1b[2K· vm/web-01          pending\n"+
-		"\r\x1b[2K· vm/web-02          pending\n", b.String()[n:])
+		"\r\x1b[2K· svc/web-01          pending\n"+
+		"\r\x1b[2K· svc/web-02          pending\n", b.String()[n:])
 	r.Finish(&openctl.Report{}, nil)
 	n = b.Len()
 	_, err = logw.Write([]byte("after\n"))
@@ -497,7 +497,7 @@ func TestTTYInterleave(t *testing.T) {
 	// Closed with live lines on the screen: they are erased, not drawn again.
 	var c bytes.Buffer
 	closed := progress.New(&c, progress.TTY, progress.WithInterval(0), progress.WithNames(shortName))
-	closed.Start("apply", []manifest.ID{vm("web-01")})
+	closed.Start("apply", []manifest.ID{svc("web-01")})
 	closed.Refresh()
 	closed.Close()
 	n = c.Len()
@@ -507,7 +507,7 @@ func TestTTYInterleave(t *testing.T) {
 
 	var p bytes.Buffer
 	plain := progress.New(&p, progress.Plain)
-	plain.Start("apply", []manifest.ID{vm("web-01")})
+	plain.Start("apply", []manifest.ID{svc("web-01")})
 	_, err = plain.Interleave(&p).Write([]byte("x\n"))
 	require.NoError(t, err)
 	assert.Equal(t, "x\n", p.String())

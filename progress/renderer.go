@@ -42,7 +42,7 @@ func WithWidth(n int) Option {
 	return func(r *Renderer) { r.width = n }
 }
 
-// WithNames sets how resources are named ("vm/web-01"); the default is
+// WithNames sets how resources are named ("svc/web-01"); the default is
 // the kind in lower case, a slash and the name.
 func WithNames(fn func(manifest.ID) string) Option {
 	return func(r *Renderer) {
@@ -184,8 +184,8 @@ func (r *Renderer) Refresh() {
 //
 // and, for each failed or skipped resource, the reason and what to do:
 //
-//	✗ vm/web-02: openctl: apply VirtualMachine/web-02: ... (TRANSIENT)
-//	  → a temporary Proxmox or network problem: re-run the same command; ...
+//	✗ svc/web-02: openctl: apply Service/web-02: ... (TRANSIENT)
+//	  → a temporary problem of the provider's service or of the network: ...
 //
 // rep is the operation's report (nil if it did not run); err is its error,
 // listed on its own when no resource failed (a state lock held, a

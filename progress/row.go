@@ -102,7 +102,7 @@ func skipCause(err error) (manifest.ID, bool) {
 }
 
 // outcomeText says how a finished resource ended: "created", "failed:
-// <error>", "skipped: depends on vm/db", "not started".
+// <error>", "skipped: depends on svc/db", "not started".
 func (r *Renderer) outcomeText(x *row) string {
 	switch x.outcome {
 	case "":
@@ -115,7 +115,7 @@ func (r *Renderer) outcomeText(x *row) string {
 	return string(x.outcome)
 }
 
-// skipReason explains a skip: "depends on vm/db", or the error's text.
+// skipReason explains a skip: "depends on svc/db", or the error's text.
 func (r *Renderer) skipReason(err error) string {
 	if c, ok := skipCause(err); ok {
 		return "depends on " + sanitize(r.names(c))

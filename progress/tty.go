@@ -96,8 +96,8 @@ func (r *Renderer) liveLines(now time.Time, width, height int) []string {
 // line renders a resource: symbol, name, elapsed time, then what it is
 // doing or how it ended.
 //
-//	⠹ vm/web-01     12s  applying: cloning ubuntu-24.04-cloud
-//	✓ vm/web-02    3.2s  created
+//	⠹ svc/web-01     12s  applying: pulling image nginx:1.27
+//	✓ svc/web-02    3.2s  created
 func (r *Renderer) line(x *row, now time.Time) string {
 	var sym, elapsed, what string
 	switch x.state {

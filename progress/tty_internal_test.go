@@ -20,7 +20,7 @@ func TestLiveLinesHeight(t *testing.T) {
 	r := New(&bytes.Buffer{}, TTY, WithInterval(0), WithClock(func() time.Time { return start }))
 	var ids []manifest.ID
 	for i := range 10 {
-		ids = append(ids, manifest.ID{APIVersion: "proxmox.openctl.io/v1", Kind: "VirtualMachine", Name: fmt.Sprintf("vm-%d", i)})
+		ids = append(ids, manifest.ID{APIVersion: "demo.openctl.io/v1", Kind: "Service", Name: fmt.Sprintf("web-%d", i)})
 	}
 	r.Start("apply", ids)
 	r.Observe(openctl.Event{Type: openctl.EventStarted, ID: ids[7], Op: "apply", Time: start})
@@ -29,14 +29,14 @@ func TestLiveLinesHeight(t *testing.T) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	assert.Equal(t, []string{
-		"⠋ virtualmachine/vm-7      0s  applying",
-		"⠋ virtualmachine/vm-8      0s  applying",
-		"· virtualmachine/vm-0          pending",
+		"⠋ service/web-7      0s  applying",
+		"⠋ service/web-8      0s  applying",
+		"· service/web-0          pending",
 		"  … and 7 more",
 	}, r.liveLines(start, 80, 5))
 	assert.Len(t, r.liveLines(start, 80, 0), 10, "height unknown: no limit")
 	assert.Len(t, r.liveLines(start, 80, 11), 10, "fits")
-	assert.Equal(t, []string{"⠋ virt…", "  … an…"}, r.liveLines(start, 8, 2)[:2])
+	assert.Equal(t, []string{"⠋ serv…", "  … an…"}, r.liveLines(start, 8, 2)[:2])
 }
 
 func TestCut(t *testing.T) {
