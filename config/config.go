@@ -44,8 +44,8 @@ type meta struct {
 	home string
 	// getenv is the environment LoadEnv read, for Sections.
 	getenv func(string) string
-	// doc is the file's top-level mapping, nil when there is no file or
-	// it is empty; Save writes it back.
+	// doc is the file's document, nil when there is no file or it holds
+	// no mapping; Save writes it back.
 	doc *yaml.Node
 	// sections are the providers.<name> nodes of doc, by name.
 	sections map[string]*yaml.Node

@@ -6,53 +6,78 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/openctl/openctl/secret"
 )
 
-// Secrets the tests put in configurations; no error, warning or redacted
-// output may contain them.
+// Secrets the tests put in configurations; no error or warning may
+// contain them.
 const (
 	labSecret = "5ec12e7a-1ab5-4c3e-9d1e-000000000001"
 	dsnPass   = "pw-5ec12e7-dsn"
 	envSecret = "5ec12e7a-e000-4c3e-9d1e-00000000e7e7"
 )
 
-// fullExample is the configuration of the package documentation, with a
-// secret in each place one can be.
+// filesConfig is the section of a made-up provider, "files", decoded the
+// way a driver decodes its own: the layout every provider section
+// follows (default-context, contexts, credentials, defaults).
+type filesConfig struct {
+	DefaultContext string                       `yaml:"default-context"`
+	Contexts       map[string]*filesContext     `yaml:"contexts"`
+	Credentials    map[string]*filesCredentials `yaml:"credentials"`
+	Defaults       filesDefaults                `yaml:"defaults"`
+}
+
+type filesContext struct {
+	Endpoint    string            `yaml:"endpoint"`
+	Root        string            `yaml:"root" openctl:"path"`
+	Credentials string            `yaml:"credentials"`
+	ReadOnly    bool              `yaml:"readOnly"`
+	Retries     int               `yaml:"retries"`
+	Labels      map[string]string `yaml:"labels"`
+}
+
+type filesCredentials struct {
+	User         string        `yaml:"user"`
+	Password     secret.Secret `yaml:"password"`
+	PasswordFile string        `yaml:"passwordFile" openctl:"path"`
+}
+
+type filesDefaults struct {
+	Mode string `yaml:"mode"`
+}
+
+// fullExample is a configuration with a section for "files", one for a
+// provider the tests never decode, a secret in each place one can be, and
+// comments Save must keep.
 const fullExample = `providers:
-  proxmox:
+  files:
+    # The lab is where we try things.
     default-context: lab
     contexts:
       lab:
-        endpoint: https://pve.lab:8006
-        node: pve1
-        credentials: lab-token
-        fingerprint: "AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89"
+        endpoint: https://files.lab:8443
+        root: ~/files/lab
+        credentials: lab-user
+        retries: 3
+        labels: {team: infra}
       prod:
-        endpoint: https://pve.prod:8006
-        node: pve-a
-        credentials: prod-token
-        caFile: certs/prod-ca.pem
-      old:
-        endpoint: https://pve.old:8006
-        credentials: lab-token
-        insecureSkipVerify: true
+        endpoint: https://files.prod:8443
+        root: data/prod # relative to this file
+        credentials: prod-user
+        readOnly: true
     credentials:
-      lab-token:
-        tokenId: root@pam!openctl
-        tokenSecret: "` + labSecret + `"
-      prod-token:
-        tokenId: ci@pve!openctl
-        tokenSecretFile: ~/.openctl/secrets/prod.token
+      lab-user:
+        user: ann
+        password: "` + labSecret + `"
+      prod-user:
+        user: ci
+        passwordFile: ~/.openctl/secrets/prod.pw
     defaults:
-      storage: local-lvm
-      bridge: vmbr0
-  custom:
-    contexts:
-      one:
-        endpoint: https://api.example.com
+      mode: "0644"
+  other:
+    anything: [1, 2]
 state:
-  backend: file
-  dir: ~/.openctl/state
   dsn: postgres://openctl:` + dsnPass + `@db.example:5432/openctl
 apply:
   concurrency: 8
@@ -84,4 +109,12 @@ func requireNoSecret(t *testing.T, s string) {
 	for _, sec := range []string{labSecret, dsnPass, envSecret} {
 		require.NotContains(t, s, sec)
 	}
+}
+
+// readFile returns the contents of path.
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(data)
 }

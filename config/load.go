@@ -193,15 +193,20 @@ func (c *Config) decode(file string, data []byte) ([]Warning, error) {
 	d := &decoder{file: file, pos: c.meta.pos, expand: c.expander(file)}
 	d.decode(root, reflect.ValueOf(&fc).Elem(), "")
 	for _, name := range sortedKeys(fc.Providers) {
-		if n := fc.Providers[name]; n != nil && !isNull(n) && n.Kind != yaml.MappingNode {
-			d.fail(n, joinPath("providers", name), "want a map (contexts, credentials, defaults), got %s", describe(n))
+		n := fc.Providers[name]
+		if n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+			fc.Providers[name] = n
+		}
+		if n != nil && !isNull(n) && n.Kind != yaml.MappingNode {
+			d.fail(n, joinPath("providers", name), "want a map of the provider's settings, got %s", describe(n))
 		}
 	}
 	if len(d.errs) > 0 {
 		return nil, joinErrors(d.errs)
 	}
 	if root.Kind == yaml.MappingNode {
-		c.meta.doc = root
+		c.meta.doc = &doc // the document: its comments are Save's too
 	}
 	c.meta.sections = fc.Providers
 	c.Apply = fc.Apply
@@ -210,7 +215,14 @@ func (c *Config) decode(file string, data []byte) ([]Warning, error) {
 	if fc.State.Backend != "" || fc.State.Dir != "" {
 		var errs []*Error
 		switch fc.State.Backend {
-		case "", "file":
+		case "file":
+			// As before DSNs: the file backend, whatever dsn says.
+			c.State.DSN = secret.Secret{}
+			if fc.State.Dir != "" {
+				c.State.DSN = secret.New("file:" + fc.State.Dir)
+			}
+		case "":
+			// As before DSNs: postgres when a dsn is set, else files.
 			if fc.State.DSN.IsZero() && fc.State.Dir != "" {
 				c.State.DSN = secret.New("file:" + fc.State.Dir)
 			}

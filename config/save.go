@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 
@@ -30,13 +31,19 @@ func (c *Config) Save() error {
 		}
 		path = p
 	}
-	var data []byte
+	var buf bytes.Buffer
 	if c.meta.doc != nil {
-		var err error
-		if data, err = yaml.Marshal(c.meta.doc); err != nil {
+		markNulls(c.meta.doc)
+		enc := yaml.NewEncoder(&buf)
+		enc.SetIndent(2)
+		if err := enc.Encode(c.meta.doc); err != nil {
+			return &Error{File: path, Msg: "cannot encode the configuration", Err: err}
+		}
+		if err := enc.Close(); err != nil {
 			return &Error{File: path, Msg: "cannot encode the configuration", Err: err}
 		}
 	}
+	data := buf.Bytes()
 	if err := writeFileAtomic(path, data); err != nil {
 		return &Error{File: path, Msg: "cannot save the configuration", Err: err}
 	}
@@ -87,4 +94,16 @@ func writeFileAtomic(path string, data []byte) (err error) {
 		d.Close()
 	}
 	return nil
+}
+
+// markNulls writes the empty nulls of n ("files:" with nothing after it)
+// as "~": yaml.v3 would write them as '', a string, which Load refuses
+// where a map is due.
+func markNulls(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Value == "" && n.ShortTag() == "!!null" {
+		n.Value = "~"
+	}
+	for _, x := range n.Content {
+		markNulls(x)
+	}
 }
