@@ -97,7 +97,7 @@ func writeFileAtomic(path string, data []byte) (err error) {
 }
 
 // markNulls writes the empty nulls of n ("files:" with nothing after it)
-// as "~": yaml.v3 would write them as '', a string, which Load refuses
+// as "~": yaml.v3 would write them as ”, a string, which Load refuses
 // where a map is due.
 func markNulls(n *yaml.Node) {
 	if n.Kind == yaml.ScalarNode && n.Value == "" && n.ShortTag() == "!!null" {
