@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"slices"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	pve "github.com/luthermonson/go-proxmox"
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/registry"
@@ -46,11 +46,14 @@ func (v vmRef) path(suffix string) string {
 	return fmt.Sprintf("/nodes/%s/qemu/%d%s", v.node, v.vmid, suffix)
 }
 
-// resources reads /cluster/resources (VMs and nodes).
+// resources reads /cluster/resources (VMs and nodes), once: a transient
+// failure is returned for the engine to retry the whole call.
 func (p *Provider) resources(ctx context.Context, c *conn) ([]clusterRes, error) {
 	var rs []clusterRes
-	err := p.retryRead(ctx, func() error { rs = nil; return c.client.Get(ctx, "/cluster/resources", &rs) })
-	return rs, err
+	if err := c.client.Get(ctx, "/cluster/resources", &rs); err != nil {
+		return nil, classify(err)
+	}
+	return rs, nil
 }
 
 // findVM finds the (non-template) QEMU VM named name; nil if there is none.
@@ -75,11 +78,11 @@ func findVM(rs []clusterRes, name string) (*clusterRes, error) {
 	return nil, errcode.New(errcode.Conflict, fmt.Sprintf("several VMs are named %s (%s); openctl needs VM names to be unique", name, strings.Join(ids, ", ")))
 }
 
-// readConfig reads a VM's config (pending values included).
+// readConfig reads a VM's config (pending values included), once.
 func (p *Provider) readConfig(ctx context.Context, v vmRef) (vmConfig, error) {
 	var m map[string]any
-	if err := p.retryRead(ctx, func() error { m = nil; return v.c.client.Get(ctx, v.path("/config"), &m) }); err != nil {
-		return nil, err
+	if err := v.c.client.Get(ctx, v.path("/config"), &m); err != nil {
+		return nil, classify(err)
 	}
 	conf := newVMConfig(m)
 	conf["vmid"] = strconv.Itoa(v.vmid)
@@ -462,8 +465,8 @@ func (p *Provider) pending(ctx context.Context, v vmRef) ([]string, error) {
 		Pending any    `json:"pending"`
 		Delete  int    `json:"delete"`
 	}
-	if err := p.retryRead(ctx, func() error { items = nil; return v.c.client.Get(ctx, v.path("/pending"), &items) }); err != nil {
-		return nil, err
+	if err := v.c.client.Get(ctx, v.path("/pending"), &items); err != nil {
+		return nil, classify(err)
 	}
 	var out []string
 	for _, it := range items {
@@ -579,7 +582,7 @@ func (p *Provider) settleUnfinished(ctx context.Context, c *conn, name string) (
 func (p *Provider) waitCloneTarget(ctx context.Context, c *conn, vmid int) error {
 	wctx, cancel := context.WithTimeout(ctx, p.cfg.Timeouts.Clone)
 	defer cancel()
-	d := p.tune.PollMin
+	b := pollPolicy(p.tune.PollMin, p.tune.PollMax).Start()
 	for {
 		rs, err := p.resources(wctx, c)
 		if err != nil {
@@ -589,14 +592,12 @@ func (p *Provider) waitCloneTarget(ctx context.Context, c *conn, vmid int) error
 		if i < 0 || rs[i].Lock != "clone" {
 			return nil
 		}
-		p.sleep(wctx, d)
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := wctx.Err(); err != nil {
+		if err := b.Wait(wctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			return errcode.Wrap(errcode.Transient, fmt.Sprintf("VM %d is still being cloned", vmid), err)
 		}
-		d = min(d*3/2, p.tune.PollMax)
 	}
 }
 
@@ -727,7 +728,10 @@ func (p *Provider) checkAddressable(s *VMSpec, tconf vmConfig) error {
 
 // convergeNew converges a fresh clone.
 func (p *Provider) convergeNew(ctx context.Context, r *manifest.Resource, s *VMSpec, v vmRef) (*manifest.Resource, error) {
-	conf, err := p.readConfig(ctx, v)
+	// Reading back the clone is retried here: failing now would destroy
+	// the VM just cloned and the engine's retry would clone it again.
+	var conf vmConfig
+	err := p.retryStep(ctx, func() (err error) { conf, err = p.readConfig(ctx, v); return err })
 	if err != nil {
 		return nil, err
 	}
@@ -805,23 +809,19 @@ func (p *Provider) converge(ctx context.Context, r *manifest.Resource, s *VMSpec
 }
 
 // task starts a task with start and waits for it. A start that failed
-// with a lock timeout (nothing happened) is retried with backoff; other
-// transient failures are returned for the engine to retry the whole,
-// idempotent Apply.
+// with a lock timeout (nothing happened, and the calls before it did) is
+// retried up to CallAttempts times with backoff; other transient failures
+// are returned for the engine to retry the whole, idempotent call.
 func (p *Provider) task(ctx context.Context, v vmRef, timeout time.Duration, start func() (pve.UPID, error)) error {
-	d := p.tune.Backoff
-	for attempt := 1; ; attempt++ {
-		upid, err := start()
-		if err == nil {
-			return p.await(ctx, v.c, upid, timeout)
-		}
-		err = classify(err)
-		if !isLockTimeout(err) || attempt >= p.tune.CallAttempts || ctx.Err() != nil {
-			return err
-		}
-		p.sleep(ctx, jitter(d))
-		d = min(2*d, 5*time.Second)
+	var upid pve.UPID
+	_, err := backoff.Retry(ctx, p.stepPolicy(p.tune.CallAttempts, isLockTimeout), func(context.Context) (err error) {
+		upid, err = start()
+		return classify(err)
+	})
+	if err != nil {
+		return err
 	}
+	return p.await(ctx, v.c, upid, timeout)
 }
 
 func isLockTimeout(err error) bool {
@@ -887,29 +887,24 @@ func (p *Provider) destroy(ctx context.Context, v vmRef, state string) error {
 func (p *Provider) destroyAfterFailure(ctx context.Context, v vmRef) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.Timeouts.Stop+p.cfg.Timeouts.Destroy)
 	defer cancel()
-	var err error
-	d := p.tune.Backoff
-	for attempt := 1; attempt <= p.tune.CallAttempts+3; attempt++ {
+	// Every failure is retried: a VM left behind is worse than the wait,
+	// and the engine will not come back for it.
+	_, err := backoff.Retry(cctx, p.stepPolicy(p.tune.CallAttempts+3, func(error) bool { return true }), func(cctx context.Context) error {
 		var cur struct {
 			Status string `json:"status"`
 		}
-		if err = classify(v.c.client.Get(cctx, v.path("/status/current"), &cur)); err == nil {
-			if cur.Status == StateRunning {
-				err = p.power(cctx, v, "stop", p.cfg.Timeouts.Stop)
-			}
-			if err == nil {
-				err = p.destroy(cctx, v, StateStopped)
-			}
+		err := classify(v.c.client.Get(cctx, v.path("/status/current"), &cur))
+		if err == nil && cur.Status == StateRunning {
+			err = p.power(cctx, v, "stop", p.cfg.Timeouts.Stop)
 		}
-		if err == nil || errcode.Is(err, errcode.NotFound) {
+		if err == nil {
+			err = p.destroy(cctx, v, StateStopped)
+		}
+		if errcode.Is(err, errcode.NotFound) {
 			return nil
 		}
-		if cctx.Err() != nil {
-			return err
-		}
-		p.sleep(cctx, jitter(d))
-		d = min(2*d, 5*time.Second)
-	}
+		return err
+	})
 	return err
 }
 
@@ -946,8 +941,4 @@ func (p *Provider) deleteVM(ctx context.Context, name string) error {
 	delete(p.unfinished, c.name+"/"+name)
 	p.mu.Unlock()
 	return nil
-}
-
-func jitter(d time.Duration) time.Duration {
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }
