@@ -58,8 +58,8 @@ type tmplCacheEntry struct {
 // chooseNode picks the node a new VM goes to: spec.node, the allowed node
 // (spec.nodes) with the most free memory — counting memory promised to
 // VMs this provider is creating — or the context's default node.
-func (p *Provider) chooseNode(c *conn, s *VMSpec, rs []clusterRes) (string, error) {
-	online := map[string]clusterRes{}
+func (p *Provider) chooseNode(c *conn, s *VMSpec, rs []clusterResource) (string, error) {
+	online := map[string]clusterResource{}
 	for _, r := range rs {
 		if r.Type == "node" {
 			online[r.Node] = r
@@ -124,7 +124,7 @@ func (p *Provider) reserve(ctxName, node string, mib int) (release func()) {
 }
 
 // template finds the template to clone for a VM placed on node.
-func (p *Provider) template(ctx context.Context, c *conn, s *VMSpec, node string, rs []clusterRes) (templateRef, error) {
+func (p *Provider) template(ctx context.Context, c *conn, s *VMSpec, node string, rs []clusterResource) (templateRef, error) {
 	t := s.Template
 	for _, r := range rs {
 		if r.Type != "qemu" || r.Template == 0 {
@@ -158,7 +158,7 @@ func (p *Provider) templateConfig(ctx context.Context, c *conn, t templateRef) (
 	if ok && time.Since(e.at) < p.tune.TemplateCacheTTL {
 		return e.conf, nil
 	}
-	conf, err := p.readConfig(ctx, vmRef{c: c, node: t.Node, vmid: t.VMID})
+	conf, err := vmRef{c: c, node: t.Node, vmid: t.VMID}.readConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading template %s (VMID %d): %w", t.Name, t.VMID, err)
 	}
@@ -289,7 +289,7 @@ func (p *Provider) ownClone(ctxName string, id int, on bool) {
 // process (or another client) left running may be the very VM about to be
 // created: looking for it by name before it finishes would clone it twice.
 // The wait is bounded by Timeouts.Clone; after that the apply goes on.
-func (p *Provider) awaitForeignClones(ctx context.Context, c *conn, rs []clusterRes) ([]clusterRes, error) {
+func (p *Provider) awaitForeignClones(ctx context.Context, c *conn, rs []clusterResource) ([]clusterResource, error) {
 	deadline := time.Now().Add(p.cfg.Timeouts.Clone)
 	b := pollPolicy(p.tune.PollMin, p.tune.PollMax).Start()
 	reported := false
@@ -317,7 +317,7 @@ func (p *Provider) awaitForeignClones(ctx context.Context, c *conn, rs []cluster
 			return nil, err
 		}
 		var err error
-		if rs, err = p.resources(ctx, c); err != nil {
+		if rs, err = c.resources(ctx); err != nil {
 			return nil, err
 		}
 	}

@@ -20,7 +20,7 @@ import (
 func TestReviewChooseNodeSkipsOfflineNodes(t *testing.T) {
 	p := &Provider{reserved: map[string]int{}}
 	c := &conn{name: "sim"}
-	rs := []clusterRes{
+	rs := []clusterResource{
 		{Type: "node", Node: "pve1", Status: "online", MaxMem: 64 << 30, Mem: 60 << 30},
 		{Type: "node", Node: "pve2", Status: "offline"}, // PVE reports no memory for offline nodes
 		{Type: "node", Node: "pve3", Status: "online", MaxMem: 64 << 30, Mem: 8 << 30},
