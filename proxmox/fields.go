@@ -152,56 +152,29 @@ var vmFields = []vmField{
 		have:  func(conf vmConfig) string { return boolStr(conf["onboot"] == "1") },
 		value: func(v string) any { return v == "1" }}.row(),
 	configField{path: "spec.cpu.cores", key: "cores",
-		want: func(s *VMSpec, _ vmConfig) (string, bool) {
-			return intOpt(s.CPU != nil, func() int { return s.CPU.Cores })
-		},
-		have: func(conf vmConfig) string { return orDefault(conf["cores"], "1") }, value: int64Value,
-		validate: func(s *VMSpec) error {
-			if s.CPU != nil && s.CPU.Cores != 0 && (s.CPU.Cores < 1 || s.CPU.Cores > 1024) {
-				return ferr("spec.cpu.cores", "must be in 1..1024, got %d", s.CPU.Cores)
-			}
-			return nil
-		}}.row(),
+		want:     func(s *VMSpec, _ vmConfig) (string, bool) { return intSet(s.cpu().Cores) },
+		have:     func(conf vmConfig) string { return orDefault(conf["cores"], "1") },
+		value:    int64Value,
+		validate: func(s *VMSpec) error { return inRange("spec.cpu.cores", s.cpu().Cores, 1, 1024, "") }}.row(),
 	configField{path: "spec.cpu.sockets", key: "sockets",
-		want: func(s *VMSpec, _ vmConfig) (string, bool) {
-			return intOpt(s.CPU != nil, func() int { return s.CPU.Sockets })
-		},
-		have: func(conf vmConfig) string { return orDefault(conf["sockets"], "1") }, value: int64Value,
-		validate: func(s *VMSpec) error {
-			if s.CPU != nil && s.CPU.Sockets != 0 && (s.CPU.Sockets < 1 || s.CPU.Sockets > 4) {
-				return ferr("spec.cpu.sockets", "must be in 1..4, got %d", s.CPU.Sockets)
-			}
-			return nil
-		}}.row(),
+		want:     func(s *VMSpec, _ vmConfig) (string, bool) { return intSet(s.cpu().Sockets) },
+		have:     func(conf vmConfig) string { return orDefault(conf["sockets"], "1") },
+		value:    int64Value,
+		validate: func(s *VMSpec) error { return inRange("spec.cpu.sockets", s.cpu().Sockets, 1, 4, "") }}.row(),
 	configField{path: "spec.cpu.type", key: "cpu", omitEmpty: true,
-		want: func(s *VMSpec, _ vmConfig) (string, bool) {
-			if s.CPU == nil || s.CPU.Type == "" {
-				return "", false
-			}
-			return s.CPU.Type, true
-		},
+		want: func(s *VMSpec, _ vmConfig) (string, bool) { return strSet(s.cpu().Type) },
 		have: func(conf vmConfig) string { first, kv := propList(conf["cpu"]); return orDefault(first, kv["cputype"]) },
 		validate: func(s *VMSpec) error {
-			if s.CPU != nil && s.CPU.Type != "" && !cpuTypeRe.MatchString(s.CPU.Type) {
-				return ferr("spec.cpu.type", "invalid CPU type %q", s.CPU.Type)
-			}
-			return nil
+			return matches("spec.cpu.type", s.cpu().Type, cpuTypeRe.MatchString, "invalid CPU type %q")
 		}}.row(),
 	configField{path: "spec.memory.size", key: "memory",
-		want: func(s *VMSpec, _ vmConfig) (string, bool) {
-			return intOpt(s.Memory != nil, func() int { return s.Memory.Size })
-		},
+		want: func(s *VMSpec, _ vmConfig) (string, bool) { return intSet(s.memory().Size) },
 		have: func(conf vmConfig) string {
 			first, kv := propList(conf["memory"])
 			return orDefault(orDefault(first, kv["current"]), "512")
 		},
-		value: int64Value,
-		validate: func(s *VMSpec) error {
-			if s.Memory != nil && s.Memory.Size != 0 && (s.Memory.Size < 16 || s.Memory.Size > 4178944) {
-				return ferr("spec.memory.size", "must be in 16..4178944 MiB, got %d", s.Memory.Size)
-			}
-			return nil
-		}}.row(),
+		value:    int64Value,
+		validate: func(s *VMSpec) error { return inRange("spec.memory.size", s.memory().Size, 16, 4178944, " MiB") }}.row(),
 	configField{path: "spec.agent.enabled", key: "agent",
 		want: func(s *VMSpec, _ vmConfig) (string, bool) {
 			if s.Agent == nil || s.Agent.Enabled == nil {
@@ -220,22 +193,18 @@ var vmFields = []vmField{
 	{path: "spec.networks", validate: validateNetworks, plan: planNetworks, read: readNetworks},
 	{path: "spec.disks", validate: validateDisks, plan: planDisks, read: readDisks},
 	configField{path: "spec.cloudInit.user", key: "ciuser", omitEmpty: true,
-		want: func(s *VMSpec, _ vmConfig) (string, bool) {
-			ci := s.CloudInit
-			return strOpt(ci != nil, func() string { return ci.User })
-		},
+		want: func(s *VMSpec, _ vmConfig) (string, bool) { return strSet(s.cloudInit().User) },
 		validate: func(s *VMSpec) error {
-			if ci := s.CloudInit; ci != nil && ci.User != "" && strings.ContainsAny(ci.User, " \t\n:") {
-				return ferr("spec.cloudInit.user", "invalid user name %q", ci.User)
-			}
-			return nil
+			return matches("spec.cloudInit.user", s.cloudInit().User, noneOf(" \t\n:"), "invalid user name %q")
 		}}.row(),
 	// Proxmox never returns the password: it is set when the VM has none
 	// (in practice, at creation).
 	configField{path: "spec.cloudInit.password", key: "cipassword", writeOnly: true,
 		want: func(s *VMSpec, conf vmConfig) (string, bool) {
-			ci := s.CloudInit
-			return strOpt(ci != nil && conf["cipassword"] == "", func() string { return ci.Password })
+			if conf["cipassword"] != "" {
+				return "", false
+			}
+			return strSet(s.cloudInit().Password)
 		},
 		value: func(v string) any {
 			if v == "" {
@@ -245,7 +214,7 @@ var vmFields = []vmField{
 		}}.row(),
 	configField{path: "spec.cloudInit.sshKeys", key: "sshkeys", omitEmpty: true,
 		want: func(s *VMSpec, _ vmConfig) (string, bool) {
-			if s.CloudInit == nil || s.CloudInit.SSHKeys == nil {
+			if s.cloudInit().SSHKeys == nil {
 				return "", false
 			}
 			keys := make([]string, 0, len(s.CloudInit.SSHKeys))
@@ -258,10 +227,7 @@ var vmFields = []vmField{
 		have:  func(conf vmConfig) string { return pve.EncodeSSHKeys(sshKeysOf(conf["sshkeys"])...) },
 		value: func(v string) any { return anyList(sshKeysOf(v)) },
 		validate: func(s *VMSpec) error {
-			if s.CloudInit == nil {
-				return nil
-			}
-			for i, k := range s.CloudInit.SSHKeys {
+			for i, k := range s.cloudInit().SSHKeys {
 				if f := strings.Fields(k); len(f) < 2 || !strings.HasPrefix(f[0], "ssh-") && !strings.HasPrefix(f[0], "ecdsa-") && !strings.HasPrefix(f[0], "sk-") {
 					return ferr(fmt.Sprintf("spec.cloudInit.sshKeys[%d]", i), "not an OpenSSH public key (want \"ssh-ed25519 AAAA... comment\")")
 				}
@@ -269,29 +235,20 @@ var vmFields = []vmField{
 			return nil
 		}}.row(),
 	configField{path: "spec.cloudInit.searchDomain", key: "searchdomain", omitEmpty: true,
-		want: func(s *VMSpec, _ vmConfig) (string, bool) {
-			ci := s.CloudInit
-			return strOpt(ci != nil, func() string { return ci.SearchDomain })
-		},
+		want: func(s *VMSpec, _ vmConfig) (string, bool) { return strSet(s.cloudInit().SearchDomain) },
 		validate: func(s *VMSpec) error {
-			if ci := s.CloudInit; ci != nil && ci.SearchDomain != "" && strings.ContainsAny(ci.SearchDomain, " \t\n,;") {
-				return ferr("spec.cloudInit.searchDomain", "invalid domain %q", ci.SearchDomain)
-			}
-			return nil
+			return matches("spec.cloudInit.searchDomain", s.cloudInit().SearchDomain, noneOf(" \t\n,;"), "invalid domain %q")
 		}}.row(),
 	configField{path: "spec.cloudInit.nameservers", key: "nameserver", omitEmpty: true,
 		want: func(s *VMSpec, _ vmConfig) (string, bool) {
-			if s.CloudInit == nil || s.CloudInit.Nameservers == nil {
+			if s.cloudInit().Nameservers == nil {
 				return "", false
 			}
 			return strings.Join(s.CloudInit.Nameservers, " "), true
 		},
 		value: func(v string) any { return anyList(strings.Fields(v)) },
 		validate: func(s *VMSpec) error {
-			if s.CloudInit == nil {
-				return nil
-			}
-			for i, ns := range s.CloudInit.Nameservers {
+			for i, ns := range s.cloudInit().Nameservers {
 				if _, err := netip.ParseAddr(ns); err != nil {
 					return ferr(fmt.Sprintf("spec.cloudInit.nameservers[%d]", i), "not an IP address: %q", ns)
 				}
@@ -626,10 +583,7 @@ func readDisks(vm liveVM, spec map[string]any) {
 // ---- cloud-init addresses: ipconfigN ----
 
 func validateIPConfigs(s *VMSpec) error {
-	if s.CloudInit == nil {
-		return nil
-	}
-	for _, name := range sortedKeys(s.CloudInit.IPConfig) {
+	for _, name := range sortedKeys(s.cloudInit().IPConfig) {
 		if err := s.CloudInit.IPConfig[name].validate("spec.cloudInit.ipConfig." + name); err != nil {
 			return err
 		}
@@ -677,22 +631,54 @@ func readIPConfigs(vm liveVM, spec map[string]any) {
 
 // ---- helpers ----
 
-// intOpt is the config value of an optional integer: set when present
-// and not zero.
-func intOpt(present bool, v func() int) (string, bool) {
-	if !present || v() == 0 {
-		return "", false
+// intSet is the config value of an optional integer: unset when zero.
+func intSet(v int) (string, bool) { return strconv.Itoa(v), v != 0 }
+
+// strSet is the config value of an optional string: unset when empty.
+func strSet(v string) (string, bool) { return v, v != "" }
+
+// inRange checks an optional integer: zero, or in lo..hi.
+func inRange(path string, v, lo, hi int, unit string) error {
+	if v != 0 && (v < lo || v > hi) {
+		return ferr(path, "must be in %d..%d%s, got %d", lo, hi, unit, v)
 	}
-	return strconv.Itoa(v()), true
+	return nil
 }
 
-// strOpt is the config value of an optional string: set when present and
-// not empty.
-func strOpt(present bool, v func() string) (string, bool) {
-	if !present || v() == "" {
-		return "", false
+// matches checks an optional string: empty, or accepted by ok.
+func matches(path, v string, ok func(string) bool, msg string) error {
+	if v != "" && !ok(v) {
+		return ferr(path, msg, v)
 	}
-	return v(), true
+	return nil
+}
+
+// noneOf accepts strings without any of chars.
+func noneOf(chars string) func(string) bool {
+	return func(v string) bool { return !strings.ContainsAny(v, chars) }
+}
+
+// cpu, memory and cloudInit return the spec's optional sections, zero
+// when unset.
+func (s *VMSpec) cpu() CPUSpec {
+	if s.CPU == nil {
+		return CPUSpec{}
+	}
+	return *s.CPU
+}
+
+func (s *VMSpec) memory() MemorySpec {
+	if s.Memory == nil {
+		return MemorySpec{}
+	}
+	return *s.Memory
+}
+
+func (s *VMSpec) cloudInit() CloudInitSpec {
+	if s.CloudInit == nil {
+		return CloudInitSpec{}
+	}
+	return *s.CloudInit
 }
 
 func int64Value(v string) any { return int64(atoi(v)) }
