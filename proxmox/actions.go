@@ -48,7 +48,7 @@ func (p *Provider) Do(ctx context.Context, req registry.ActionRequest) (*registr
 		return nil, notFound(name)
 	}
 	v := vmRef{c: c, node: r.Node, vmid: r.VMID}
-	conf, err := p.readConfig(ctx, v)
+	conf, err := v.readConfig(ctx)
 	if err != nil {
 		return fail(err)
 	}

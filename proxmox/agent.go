@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/registry"
 )
@@ -106,7 +107,7 @@ func primaryMAC(conf vmConfig, s *VMSpec) string {
 func (p *Provider) waitForIP(ctx context.Context, v vmRef, conf vmConfig, s *VMSpec) ([]string, string, error) {
 	timeout := p.cfg.Timeouts.GuestAgent
 	deadline := time.Now().Add(timeout)
-	interval := p.tune.AgentMin
+	b := pollPolicy(p.tune.AgentMin, p.tune.AgentMax).Start()
 	step := ""
 	report := func(msg string) {
 		if msg != step {
@@ -116,7 +117,7 @@ func (p *Provider) waitForIP(ctx context.Context, v vmRef, conf vmConfig, s *VMS
 	}
 	var last string
 	began := time.Now()
-	p.sleep(ctx, p.expected("agent-ip"))
+	_ = backoff.Sleep(ctx, p.expected("agent-ip")) // ctx's end is handled below
 	for {
 		ips, ip, err := p.agentIPs(ctx, v, conf, s)
 		switch classifyAgentErr(err) {
@@ -145,11 +146,13 @@ func (p *Provider) waitForIP(ctx context.Context, v vmRef, conf vmConfig, s *VMS
 		if ctx.Err() != nil {
 			return nil, "", ctx.Err()
 		}
+		interval := b.Next()
 		if time.Now().Add(interval).After(deadline) {
 			return nil, "", errcode.New(errcode.Transient, fmt.Sprintf("VM %d has no address after %s: %s", v.vmid, timeout, last))
 		}
-		p.sleep(ctx, interval)
-		interval = min(interval*3/2, p.tune.AgentMax)
+		if err := backoff.Sleep(ctx, interval); err != nil {
+			return nil, "", err
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	pve "github.com/luthermonson/go-proxmox"
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/registry"
 )
@@ -57,8 +58,8 @@ type tmplCacheEntry struct {
 // chooseNode picks the node a new VM goes to: spec.node, the allowed node
 // (spec.nodes) with the most free memory — counting memory promised to
 // VMs this provider is creating — or the context's default node.
-func (p *Provider) chooseNode(c *conn, s *VMSpec, rs []clusterRes) (string, error) {
-	online := map[string]clusterRes{}
+func (p *Provider) chooseNode(c *conn, s *VMSpec, rs []clusterResource) (string, error) {
+	online := map[string]clusterResource{}
 	for _, r := range rs {
 		if r.Type == "node" {
 			online[r.Node] = r
@@ -123,7 +124,7 @@ func (p *Provider) reserve(ctxName, node string, mib int) (release func()) {
 }
 
 // template finds the template to clone for a VM placed on node.
-func (p *Provider) template(ctx context.Context, c *conn, s *VMSpec, node string, rs []clusterRes) (templateRef, error) {
+func (p *Provider) template(ctx context.Context, c *conn, s *VMSpec, node string, rs []clusterResource) (templateRef, error) {
 	t := s.Template
 	for _, r := range rs {
 		if r.Type != "qemu" || r.Template == 0 {
@@ -134,9 +135,7 @@ func (p *Provider) template(ctx context.Context, c *conn, s *VMSpec, node string
 		}
 	}
 	// Not on the chosen node: only a template on shared storage will do.
-	var ref templateRef
-	err := p.retryRead(ctx, func() (err error) { ref, err = c.findTemplate(ctx, node, t.Name, t.VMID); return err })
-	return ref, err
+	return c.findTemplate(ctx, node, t.Name, t.VMID)
 }
 
 // templateConfig reads a template's config, cached briefly: many VMs are
@@ -159,7 +158,7 @@ func (p *Provider) templateConfig(ctx context.Context, c *conn, t templateRef) (
 	if ok && time.Since(e.at) < p.tune.TemplateCacheTTL {
 		return e.conf, nil
 	}
-	conf, err := p.readConfig(ctx, vmRef{c: c, node: t.Node, vmid: t.VMID})
+	conf, err := vmRef{c: c, node: t.Node, vmid: t.VMID}.readConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading template %s (VMID %d): %w", t.Name, t.VMID, err)
 	}
@@ -202,24 +201,24 @@ func (p *Provider) clone(ctx context.Context, c *conn, s *VMSpec, name, node str
 	src := vmRef{c: c, node: t.Node, vmid: t.VMID}
 	var upid pve.UPID
 	var newid int
-	d := p.tune.Backoff
-	for attempt := 1; ; attempt++ {
-		var err error
+	// A clone Proxmox refused because another client took the VMID (its
+	// nextid reserves nothing) or a lock was busy did nothing: it is
+	// retried here with the next free id, a bounded step of this Apply.
+	pol := p.stepPolicy(p.tune.CallAttempts+3, func(err error) bool { return isTransient(err) && cloneRetryable(err) })
+	pol.OnRetry = func(attempt int, _ time.Duration, err error) {
+		p.log.Debug("clone refused; retrying", "vm", name, "attempt", attempt, "err", err.Error())
+	}
+	_, err := backoff.Retry(ctx, pol, func(ctx context.Context) (err error) {
 		newid, upid, err = p.cloneOnce(ctx, c, sched, src, params)
-		if err == nil {
-			break
-		}
-		if _, answered := pve.AsAPIError(err); newid != 0 && !answered {
+		if _, answered := pve.AsAPIError(err); err != nil && newid != 0 && !answered {
 			// The request may have reached Proxmox (cancelled or cut off
 			// in flight): a clone to newid may be running.
 			p.setUnfinished(c.name, name, unfinishedVM{vmid: newid, cloning: true})
 		}
-		if !isTransient(err) || attempt >= p.tune.CallAttempts+3 || ctx.Err() != nil || !cloneRetryable(err) {
-			return vmRef{}, fmt.Errorf("cloning %s: %w", tmplLabel(TemplateSpec{Name: t.Name, VMID: t.VMID}), err)
-		}
-		p.log.Debug("clone refused; retrying", "vm", name, "attempt", attempt, "err", err.Error())
-		p.sleep(ctx, jitter(d))
-		d = min(2*d, 5*time.Second)
+		return err
+	})
+	if err != nil {
+		return vmRef{}, fmt.Errorf("cloning %s: %w", tmplLabel(TemplateSpec{Name: t.Name, VMID: t.VMID}), err)
 	}
 	v := vmRef{c: c, node: node, vmid: newid}
 	defer p.ownClone(c.name, newid, false)
@@ -251,8 +250,8 @@ func (p *Provider) cloneOnce(ctx context.Context, c *conn, sched *scheduler, src
 	sched.vmid.Lock()
 	defer sched.vmid.Unlock()
 	var next string
-	if err := p.retryRead(ctx, func() error { return c.client.Get(ctx, "/cluster/nextid", &next) }); err != nil {
-		return 0, "", err
+	if err := c.client.Get(ctx, "/cluster/nextid", &next); err != nil {
+		return 0, "", classify(err)
 	}
 	id, err := strconv.Atoi(next)
 	if err != nil {
@@ -290,9 +289,9 @@ func (p *Provider) ownClone(ctxName string, id int, on bool) {
 // process (or another client) left running may be the very VM about to be
 // created: looking for it by name before it finishes would clone it twice.
 // The wait is bounded by Timeouts.Clone; after that the apply goes on.
-func (p *Provider) awaitForeignClones(ctx context.Context, c *conn, rs []clusterRes) ([]clusterRes, error) {
+func (p *Provider) awaitForeignClones(ctx context.Context, c *conn, rs []clusterResource) ([]clusterResource, error) {
 	deadline := time.Now().Add(p.cfg.Timeouts.Clone)
-	interval := p.tune.PollMin
+	b := pollPolicy(p.tune.PollMin, p.tune.PollMax).Start()
 	reported := false
 	for {
 		var foreign []string
@@ -314,13 +313,11 @@ func (p *Provider) awaitForeignClones(ctx context.Context, c *conn, rs []cluster
 			registry.ReportStep(ctx, "waiting for clones in progress elsewhere (VMID "+strings.Join(foreign, ", ")+") to finish: one may be this VM, from an interrupted apply")
 			reported = true
 		}
-		p.sleep(ctx, interval)
-		if err := ctx.Err(); err != nil {
+		if err := b.Wait(ctx); err != nil {
 			return nil, err
 		}
-		interval = min(interval*3/2, p.tune.PollMax)
 		var err error
-		if rs, err = p.resources(ctx, c); err != nil {
+		if rs, err = c.resources(ctx); err != nil {
 			return nil, err
 		}
 	}

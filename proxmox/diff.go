@@ -34,7 +34,7 @@ func (p *Provider) Diff(ctx context.Context, desired, live *manifest.Resource) (
 		return registry.Diff{}, errcode.New(errcode.Internal, "proxmox: live VM without status.vmid/node")
 	}
 	v := vmRef{c: c, node: nodeName, vmid: int(id)}
-	conf, err := p.readConfig(ctx, v)
+	conf, err := v.readConfig(ctx)
 	if err != nil {
 		return registry.Diff{}, fmt.Errorf("proxmox: diff VirtualMachine %s: %w", desired.Metadata.Name, err)
 	}

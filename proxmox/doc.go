@@ -52,8 +52,34 @@
 //
 // Every Proxmox task is awaited and its exit status checked; a failed
 // task's error (TaskError) carries the tail of its log. Lock timeouts and
-// 5xx answers are TRANSIENT (the engine retries the whole, idempotent
-// Apply); 401/403 are UNAUTHORIZED and name the missing privilege.
+// 5xx answers are TRANSIENT; 401/403 are UNAUTHORIZED and name the missing
+// privilege.
+//
+// # Who retries
+//
+// The engine retries whole provider calls that fail with
+// errcode.Transient, per its retry policy; the provider does not retry
+// them again inside. Get, List and Diff make each request once and return
+// a transient failure as it is, so one Get under a persistent 5xx costs
+// the engine's attempts times the requests of one Get, not their product.
+// Inside Apply, Delete and Do the provider retries a step itself, bounded
+// (WithRetryBackoff, with jitter, through package backoff), only where
+// re-running the whole call would be wrong or wasteful after a side
+// effect of that call:
+//
+//   - a config, power, resize or destroy request refused with a lock
+//     timeout ("can't lock file ... got timeout": nothing happened),
+//     up to 5 attempts;
+//   - a clone refused because another client took the VMID or held a
+//     lock, with the next free VMID, up to 8 attempts;
+//   - reading back the config of the VM just cloned, up to 5 attempts
+//     (failing would destroy the clone and clone again);
+//   - polling a task it started, until the task's timeout, and the guest
+//     agent of a VM it started, until Timeouts.GuestAgent;
+//   - removing a VM it created and could not finish, up to 8 attempts.
+//
+// Everything else — reading /cluster/resources, a config, a template —
+// fails the call with its classified error for the engine to retry.
 //
 // # Connections
 //

@@ -39,8 +39,16 @@ func fleet(n int, nodes ...string) []*manifest.Resource {
 
 func engine(t testing.TB, p *proxmox.Provider, concurrency int) *openctl.Engine {
 	t.Helper()
+	return engineWithRetry(t, p, concurrency, 8)
+}
+
+// engineWithRetry returns an engine for p that makes up to attempts
+// attempts of a provider call failing transiently, 10ms apart growing to
+// 200ms. It is the one place these tests set the engine's retry policy.
+func engineWithRetry(t testing.TB, p *proxmox.Provider, concurrency, attempts int) *openctl.Engine {
+	t.Helper()
 	e, err := openctl.New(openctl.WithProviders(p), openctl.WithConcurrency(concurrency),
-		openctl.WithRetry(backoff.Policy{MaxAttempts: 8, Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond}))
+		openctl.WithRetry(backoff.Policy{MaxAttempts: attempts, Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond}))
 	require.NoError(t, err)
 	return e
 }

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	pve "github.com/luthermonson/go-proxmox"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/openctl/openctl/errcode"
 )
@@ -41,4 +43,24 @@ func TestClassify(t *testing.T) {
 		assert.True(t, errors.Is(got, tc.want), "%v: got %s, want %s", tc.err, errcode.Of(got), tc.want)
 	}
 	assert.Nil(t, classify(nil))
+}
+
+// TestTaskErrorCodeReachesTheEngine: a TaskError's code is found by
+// errcode.Of — which the engine's retry uses — not only by errors.Is; a
+// timed-out task (no underlying error) included. errors.As still reaches
+// the go-proxmox error.
+func TestTaskErrorCodeReachesTheEngine(t *testing.T) {
+	timedOut := fmt.Errorf("proxmox: apply VirtualMachine x: %w", &TaskError{Type: "qmclone", Timeout: time.Minute, code: errcode.Transient})
+	assert.Equal(t, errcode.Transient, errcode.Of(timedOut))
+	assert.True(t, errcode.Retryable(timedOut))
+
+	tf := &pve.TaskFailedError{ExitStatus: "can't lock file '/var/lock/qemu-server/lock-100.conf' - got timeout"}
+	failed := fmt.Errorf("start: %w", &TaskError{Type: "qmstart", ExitStatus: tf.ExitStatus, code: errcode.Transient, err: tf})
+	assert.Equal(t, errcode.Transient, errcode.Of(failed))
+	got, ok := errors.AsType[*pve.TaskFailedError](failed)
+	require.True(t, ok)
+	assert.Same(t, tf, got)
+
+	internal := &TaskError{Type: "qmclone", ExitStatus: "boom", code: errcode.Internal, err: &pve.TaskFailedError{ExitStatus: "boom"}}
+	assert.False(t, errcode.Retryable(internal))
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	pve "github.com/luthermonson/go-proxmox"
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/registry"
@@ -70,8 +71,8 @@ type unfinishedVM struct {
 type tuning struct {
 	PollMin, PollMax   time.Duration // task status polling
 	AgentMin, AgentMax time.Duration // guest agent polling
-	CallAttempts       int           // attempts for idempotent reads
-	Backoff            time.Duration // first retry delay for reads and lock timeouts
+	CallAttempts       int           // attempts of a step retried inside Apply, Delete or Do (see retryStep)
+	Backoff            time.Duration // first delay of those retries
 	TemplateCacheTTL   time.Duration
 }
 
@@ -100,8 +101,11 @@ func WithAgentPollInterval(min, max time.Duration) Option {
 	return func(t *tuning) { t.AgentMin, t.AgentMax = min, max }
 }
 
-// WithRetryBackoff sets the first delay before an idempotent request that
-// failed transiently is retried (default 200ms, doubling, with jitter).
+// WithRetryBackoff sets the first delay before a step of Apply, Delete or
+// Do is retried — a lock timeout, a clone refused because its VMID was
+// taken, reading back a VM just cloned (default 200ms, doubling up to 5s,
+// with jitter). Reads that Get, List and Diff make are not retried by the
+// provider: see the package documentation.
 func WithRetryBackoff(d time.Duration) Option {
 	return func(t *tuning) { t.Backoff = d }
 }
@@ -244,8 +248,7 @@ func (p *Provider) Get(ctx context.Context, id manifest.ID) (*manifest.Resource,
 func (p *Provider) readOnly(ctx context.Context, id manifest.ID, get func(*conn) (*manifest.Resource, error)) (*manifest.Resource, error) {
 	var firstErr error
 	for _, name := range p.order {
-		var r *manifest.Resource
-		err := p.retryRead(ctx, func() (err error) { r, err = get(p.conns[name]); return err })
+		r, err := get(p.conns[name])
 		if err == nil {
 			return r, nil
 		}
@@ -271,9 +274,9 @@ func (p *Provider) List(ctx context.Context, kind string) ([]*manifest.Resource,
 		case KindVirtualMachine:
 			rs, err = p.listVMs(ctx, c)
 		case KindTemplate:
-			err = p.retryRead(ctx, func() (err error) { rs, err = c.listTemplates(ctx); return err })
+			rs, err = c.listTemplates(ctx)
 		case KindNode:
-			err = p.retryRead(ctx, func() (err error) { rs, err = c.listNodes(ctx); return err })
+			rs, err = c.listNodes(ctx)
 		default:
 			return nil, unknownKind(kind)
 		}
@@ -389,19 +392,28 @@ func refsIn(v any) bool {
 	return false
 }
 
-// retryRead runs an idempotent read, retrying transient failures with
-// jittered exponential backoff.
-func (p *Provider) retryRead(ctx context.Context, f func() error) error {
-	d := p.tune.Backoff
-	var err error
-	for attempt := 1; ; attempt++ {
-		err = classify(f())
-		if err == nil || !isTransient(err) || attempt >= p.tune.CallAttempts || ctx.Err() != nil {
-			return err
-		}
-		p.sleep(ctx, jitter(d))
-		d = min(2*d, 5*time.Second)
-	}
+// stepPolicy is the backoff of a step retried inside Apply, Delete or Do:
+// attempts calls at most, starting at WithRetryBackoff's delay, doubling
+// up to 5s, each spread by ±50%.
+func (p *Provider) stepPolicy(attempts int, retryable func(error) bool) backoff.Policy {
+	return backoff.Policy{Initial: p.tune.Backoff, Max: 5 * time.Second, Multiplier: 2, Jitter: 0.5, MaxAttempts: attempts, Retryable: retryable}
+}
+
+// retryStep runs one step of Apply, Delete or Do that follows a side effect
+// of the same call — reading back a VM it just cloned — retrying transient
+// failures up to CallAttempts times: re-running the whole call instead
+// would first undo the side effect. It is the only retry of a read; see
+// the package documentation for who retries what.
+func (p *Provider) retryStep(ctx context.Context, f func() error) error {
+	_, err := backoff.Retry(ctx, p.stepPolicy(p.tune.CallAttempts, isTransient), func(context.Context) error { return classify(f()) })
+	return err
+}
+
+// pollPolicy is the backoff of polling something this provider started (a
+// task, a guest coming up): from first to last, growing by half, without
+// jitter.
+func pollPolicy(first, last time.Duration) backoff.Policy {
+	return backoff.Policy{Initial: first, Max: last, Multiplier: 1.5}
 }
 
 var (

@@ -28,30 +28,6 @@ const (
 // readConcurrency bounds the parallel reads of listNodes and listTemplates.
 const readConcurrency = 8
 
-// clusterResource is one entry of GET /cluster/resources. Numbers are
-// float64 because Proxmox sends some of them as fractions (an LXC guest's
-// maxcpu under a cpulimit), which go-proxmox's integer fields refuse.
-type clusterResource struct {
-	ID         string  `json:"id"`
-	Type       string  `json:"type"` // node, qemu, lxc, storage, pool, sdn, ...
-	Node       string  `json:"node"`
-	Name       string  `json:"name"`
-	Status     string  `json:"status"`
-	VMID       float64 `json:"vmid"`
-	Template   float64 `json:"template"`
-	Storage    string  `json:"storage"`
-	PluginType string  `json:"plugintype"`
-	Content    string  `json:"content"`
-	Shared     float64 `json:"shared"`
-	CPU        float64 `json:"cpu"`
-	MaxCPU     float64 `json:"maxcpu"`
-	Mem        float64 `json:"mem"`
-	MaxMem     float64 `json:"maxmem"`
-	Disk       float64 `json:"disk"`
-	MaxDisk    float64 `json:"maxdisk"`
-	Uptime     float64 `json:"uptime"`
-}
-
 // clusterView is one read of /cluster/resources, split by type.
 type clusterView struct {
 	nodes    map[string]clusterResource            // by node name
@@ -63,9 +39,9 @@ type clusterView struct {
 // with their nodes. Guests the token may not audit (VM.Audit) are left
 // out by Proxmox.
 func (c *conn) view(ctx context.Context) (*clusterView, error) {
-	var rs []clusterResource
-	if err := c.client.Get(ctx, "/cluster/resources", &rs); err != nil {
-		return nil, fmt.Errorf("proxmox: context %q: read /cluster/resources: %w", c.name, classify(err))
+	rs, err := c.resources(ctx)
+	if err != nil {
+		return nil, err
 	}
 	v := &clusterView{nodes: map[string]clusterResource{}, storages: map[string]map[string]clusterResource{}}
 	for _, r := range rs {
@@ -85,7 +61,7 @@ func (c *conn) view(ctx context.Context) (*clusterView, error) {
 			v.vms = append(v.vms, r)
 		}
 	}
-	slices.SortFunc(v.vms, func(a, b clusterResource) int { return int(a.VMID - b.VMID) })
+	slices.SortFunc(v.vms, func(a, b clusterResource) int { return a.VMID - b.VMID })
 	return v, nil
 }
 
@@ -252,7 +228,7 @@ func (t template) displayName() string {
 	if t.Name != "" {
 		return t.Name
 	}
-	return strconv.Itoa(int(t.VMID))
+	return strconv.Itoa(t.VMID)
 }
 
 // getTemplate reads one template by name: one /cluster/resources read and
@@ -274,7 +250,7 @@ func (c *conn) getTemplate(ctx context.Context, name string) (*manifest.Resource
 		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("proxmox: context %q: template name %q is ambiguous: %s (list templates to see both; a VM can name its template by vmid)", c.name, name, describeTemplates(cands)))
 	}
 	t := template{clusterResource: cands[0]}
-	if t.conf, err = c.vmConfig(ctx, t.Node, int(t.VMID)); err != nil {
+	if t.conf, err = c.vmConfig(ctx, t.Node, t.VMID); err != nil {
 		return nil, err
 	}
 	return c.templateResource(v, t), nil
@@ -294,7 +270,7 @@ func (c *conn) listTemplates(ctx context.Context) ([]*manifest.Resource, error) 
 	err = parallel(ctx, len(ts), func(i int) error {
 		tmpls[i].clusterResource = ts[i]
 		var err error
-		tmpls[i].conf, err = c.vmConfig(ctx, ts[i].Node, int(ts[i].VMID))
+		tmpls[i].conf, err = c.vmConfig(ctx, ts[i].Node, ts[i].VMID)
 		if errcode.Is(err, errcode.NotFound) {
 			err = nil // deleted since the list was read
 		}
@@ -310,7 +286,7 @@ func (c *conn) listTemplates(ctx context.Context) ([]*manifest.Resource, error) 
 		if x := strings.Compare(a.Node, b.Node); x != 0 {
 			return x
 		}
-		return int(a.VMID - b.VMID)
+		return a.VMID - b.VMID
 	})
 	out := make([]*manifest.Resource, 0, len(tmpls))
 	for _, t := range tmpls {
@@ -326,7 +302,7 @@ func (c *conn) listTemplates(ctx context.Context) ([]*manifest.Resource, error) 
 func templatesNamed(v *clusterView, name string) []clusterResource {
 	var out []clusterResource
 	for _, r := range v.templates() {
-		if r.Name == name || (r.Name == "" && strconv.Itoa(int(r.VMID)) == name) {
+		if r.Name == name || (r.Name == "" && strconv.Itoa(r.VMID) == name) {
 			out = append(out, r)
 		}
 	}
@@ -350,18 +326,9 @@ func (c *conn) noTemplate(v *clusterView, name string) error {
 func describeTemplates(ts []clusterResource) string {
 	parts := make([]string, len(ts))
 	for i, t := range ts {
-		parts[i] = fmt.Sprintf("VMID %d on node %s", int(t.VMID), t.Node)
+		parts[i] = fmt.Sprintf("VMID %d on node %s", t.VMID, t.Node)
 	}
 	return strings.Join(parts, ", ")
-}
-
-// vmConfig reads a guest's current config.
-func (c *conn) vmConfig(ctx context.Context, node string, vmid int) (vmConfig, error) {
-	var raw map[string]any
-	if err := c.client.Get(ctx, fmt.Sprintf("/nodes/%s/qemu/%d/config", url.PathEscape(node), vmid), &raw); err != nil {
-		return nil, fmt.Errorf("proxmox: context %q: read the config of VM %d on %s: %w", c.name, vmid, node, classify(err))
-	}
-	return newVMConfig(raw), nil
 }
 
 var (
@@ -522,7 +489,7 @@ func (c *conn) findTemplate(ctx context.Context, node, name string, vmid int) (t
 	var cands []clusterResource
 	if vmid > 0 {
 		label = fmt.Sprintf("template VMID %d", vmid)
-		i := slices.IndexFunc(v.vms, func(r clusterResource) bool { return int(r.VMID) == vmid })
+		i := slices.IndexFunc(v.vms, func(r clusterResource) bool { return r.VMID == vmid })
 		if i < 0 {
 			return templateRef{}, errcode.New(errcode.NotFound, fmt.Sprintf("proxmox: context %q: no VM %d (or the token may not audit it: VM.Audit)", c.name, vmid))
 		}
@@ -553,7 +520,7 @@ func (c *conn) findTemplate(ctx context.Context, node, name string, vmid int) (t
 	confs := make([]vmConfig, len(cands))
 	err = parallel(ctx, len(cands), func(i int) error {
 		var err error
-		confs[i], err = c.vmConfig(ctx, cands[i].Node, int(cands[i].VMID))
+		confs[i], err = c.vmConfig(ctx, cands[i].Node, cands[i].VMID)
 		return err
 	})
 	if err != nil {
@@ -574,7 +541,7 @@ func (c *conn) findTemplate(ctx context.Context, node, name string, vmid int) (t
 		}
 		return templateRef{}, errcode.New(errcode.Invalid, fmt.Sprintf(
 			"proxmox: context %q: template %q (VMID %d) is on node %s and not all its volumes are on storage shared with %s (%s): Proxmox clones to another node only from shared storage; place the VM on %s, move the template's disks to shared storage, or copy the template to %s",
-			c.name, template{clusterResource: r}.displayName(), int(r.VMID), r.Node, node, strings.Join(on, ", "), r.Node, node))
+			c.name, template{clusterResource: r}.displayName(), r.VMID, r.Node, node, strings.Join(on, ", "), r.Node, node))
 	case len(usable) == 0:
 		return templateRef{}, errcode.New(errcode.Invalid, fmt.Sprintf(
 			"proxmox: context %q: %s is not on node %s and no copy is on storage shared with it (%s): Proxmox clones to another node only from shared storage",
@@ -593,7 +560,7 @@ func (c *conn) findTemplate(ctx context.Context, node, name string, vmid int) (t
 	r, conf := cands[usable[0]], confs[usable[0]]
 	return templateRef{
 		Node:     r.Node,
-		VMID:     int(r.VMID),
+		VMID:     r.VMID,
 		Name:     r.Name,
 		Shared:   len(localVolumes(v, conf, node)) == 0,
 		Template: r.Template == 1,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	pve "github.com/luthermonson/go-proxmox"
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
 )
 
@@ -72,13 +73,14 @@ func (p *Provider) await(ctx context.Context, c *conn, upid pve.UPID, timeout ti
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	interval := p.tune.PollMin
+	b := pollPolicy(p.tune.PollMin, p.tune.PollMax).Start()
 	var lastErr error
 	began := time.Now()
 	// Sleep most of the time this task type usually takes before the first
 	// poll: fewer status requests, and no later an answer.
-	p.sleep(wctx, p.expected(task.Type))
+	_ = backoff.Sleep(wctx, p.expected(task.Type)) // wctx's end is handled below
 	for {
+		interval := b.Next()
 		// Wait with an hour-long interval and a max of one interval: one
 		// status poll (with go-proxmox's "no such task" fallback), then a
 		// quiet interval, then ErrTimeout if still running.
@@ -101,10 +103,11 @@ func (p *Provider) await(ctx context.Context, c *conn, upid pve.UPID, timeout ti
 			if cerr := classify(err); !isTransient(cerr) {
 				return fmt.Errorf("reading status of task %s: %w", upid, cerr)
 			}
+			// Polling a task this provider started is retried here, until
+			// the task's timeout: re-running the call would start it again.
 			lastErr = err
-			p.sleep(wctx, interval)
+			_ = backoff.Sleep(wctx, interval) // wctx's end is handled above
 		}
-		interval = min(interval*3/2, p.tune.PollMax)
 	}
 }
 
@@ -130,16 +133,6 @@ func (p *Provider) taskFailed(ctx context.Context, task *pve.Task, tf *pve.TaskF
 		}
 	}
 	return te
-}
-
-// sleep waits d or until ctx is done.
-func (p *Provider) sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 // expected is how long to wait before first asking about an operation of

@@ -3,6 +3,9 @@ package proxmox_test
 import (
 	"bytes"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -329,4 +332,171 @@ func TestNetworksUpdateInPlace(t *testing.T) {
 	plan, err := eng.Plan(ctx, r2)
 	require.NoError(t, err)
 	assert.Equal(t, openctl.ActionNoOp, plan.Changes[0].Action, "%v %v", plan.Changes[0].Reasons, plan.Changes[0].Fields)
+}
+
+// TestNewDiskWithSubGiBSize: a disk the template lacks, sized in
+// MiB, is created with that size — not rounded up to whole GiB, which the
+// next Apply (and Diff) refused as "cannot shrink".
+func TestNewDiskWithSubGiBSize(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	r := vm("data", map[string]any{"disks": []any{map[string]any{"name": "scsi1", "storage": "local-lvm", "size": "1500M"}}})
+	_, err := e.p.Apply(ctx, r)
+	require.NoError(t, err)
+	assert.Contains(t, guests(e.srv)["data"].Config["scsi1"], "size=1500M")
+	before := writes(e.srv)
+	_, err = e.p.Apply(ctx, r)
+	require.NoError(t, err)
+	assert.Equal(t, before, writes(e.srv))
+}
+
+// TestNoSpuriousDiffs: after Apply, Diff says no-op and a second
+// Apply writes nothing, for every spec field in forms users write them.
+func TestNoSpuriousDiffs(t *testing.T) {
+	srv := proxmoxtest.NewTestServer(t, proxmoxtest.WithLatencies(fastLatencies), proxmoxtest.WithNodes(2))
+	e := &env{srv: srv, p: newProvider(t, srv, func(c *proxmox.Config) { c.Limits = proxmox.Limits{PerNode: 32, PerTemplate: 32} })}
+	ctx := ctxT(t)
+	key1 := "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMl4B4B2cKbq+6YJ8z+0KCdZq1z7S4Y7p0hfD0tS8ZkD me@laptop (work key)"
+	key2 := "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7+/x== root@host"
+	dhcp := map[string]any{"net0": map[string]any{"ip": "dhcp"}}
+	cases := map[string]map[string]any{
+		"cpu":         {"cpu": map[string]any{"cores": int64(3), "sockets": int64(2), "type": "host"}},
+		"cpu-type":    {"cpu": map[string]any{"type": "x86-64-v2-AES"}},
+		"dns":         {"cloudInit": map[string]any{"user": "u", "nameservers": []any{"1.1.1.1", "2606:4700:4700::1111"}, "searchDomain": "example.com", "ipConfig": dhcp}},
+		"static-ip6":  {"cloudInit": map[string]any{"ipConfig": map[string]any{"net0": map[string]any{"ip": "10.1.2.3/24", "gateway": "10.1.2.1", "ip6": "2001:db8::5/64", "gateway6": "2001:db8::1"}}}},
+		"ip6-auto":    {"cloudInit": map[string]any{"ipConfig": map[string]any{"net0": map[string]any{"ip": "dhcp", "ip6": "auto"}}}},
+		"sshkeys":     {"cloudInit": map[string]any{"user": "u", "sshKeys": []any{key1, "  " + key2 + "  "}, "ipConfig": dhcp}},
+		"password":    {"cloudInit": map[string]any{"user": "u", "password": "hunter2", "ipConfig": dhcp}},
+		"onboot-off":  {"onBoot": false},
+		"onboot-on":   {"onBoot": true},
+		"agent-on":    {"agent": map[string]any{"enabled": true}},
+		"agent-off":   {"agent": map[string]any{"enabled": false}},
+		"tags":        {"tags": []any{"zeta", "alpha", "openctl", "alpha", "k8s.node"}},
+		"net1":        {"networks": []any{map[string]any{"name": "net0"}, map[string]any{"name": "net1", "bridge": "vmbr0", "vlan": int64(30), "firewall": true}}},
+		"disk-grow":   {"disks": []any{map[string]any{"name": "scsi0", "size": "10240M"}}},
+		"desc":        {"description": "line one\nline two\n"},
+		"tmpl-vmid":   {"template": map[string]any{"vmid": int64(9000)}},
+		"linked":      {"template": map[string]any{"name": "ubuntu-24.04-cloud", "linked": true}},
+		"stopped":     {"state": "stopped"},
+		"no-start":    {"startOnCreate": false},
+		"nodes":       {"nodes": []any{"pve1"}},
+		"memory":      {"memory": map[string]any{"size": int64(1024)}},
+		"restart-req": {"restartPolicy": "ifRequired", "state": "running"},
+	}
+	// Create them all at once (quicker), then check each.
+	rs := map[string]*manifest.Resource{}
+	errs := map[string]error{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for name, spec := range cases {
+		r := vm("d-"+name, spec)
+		if _, ok := spec["nodes"]; ok {
+			delete(r.Spec, "node")
+		}
+		rs[name] = r
+		wg.Go(func() {
+			_, err := e.p.Apply(ctx, r)
+			mu.Lock()
+			errs[name] = err
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for name := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := rs[name]
+			require.NoError(t, errs[name])
+			live, err := e.p.Get(ctx, r.ID())
+			require.NoError(t, err)
+			d, err := e.p.Diff(ctx, r, live)
+			require.NoError(t, err)
+			assert.Equal(t, registry.DiffNone, d.Action, "fields %v reasons %v", d.Fields, d.Reasons)
+			assert.Empty(t, d.Fields)
+			assert.Empty(t, d.Reasons)
+			// Subtests run in parallel, so request counts are shared: a
+			// second Apply that wrote would show as a changed config.
+			before := guests(e.srv)[r.Metadata.Name]
+			_, err = e.p.Apply(ctx, r)
+			require.NoError(t, err)
+			after := guests(e.srv)[r.Metadata.Name]
+			assert.Equal(t, before.Config, after.Config, "the second apply wrote")
+			assert.Equal(t, before.Running, after.Running)
+		})
+	}
+}
+
+// TestLockedVM: a VM locked by someone else (a backup, a clone of
+// it) is read but not written: Apply with no change succeeds without
+// writing, a change is TRANSIENT and names the lock, and the engine's
+// retries converge once the lock is gone.
+func TestLockedVM(t *testing.T) {
+	for _, lock := range []string{"backup", "clone"} {
+		t.Run(lock, func(t *testing.T) { testLockedVM(t, lock) })
+	}
+}
+
+func testLockedVM(t *testing.T, lock string) {
+	// Once armed with a VMID, the first write refused because of the lock
+	// ends it (the backup finishes), so that the engine's retry succeeds.
+	var srv atomic.Pointer[proxmoxtest.Server]
+	var unlock atomic.Int64
+	e := newEnv(t, proxmoxtest.WithRequestHook(func(r proxmoxtest.RequestInfo) {
+		if id := unlock.Load(); id != 0 && r.Status >= 500 && strings.Contains(r.Message, "locked") && unlock.CompareAndSwap(id, 0) {
+			_ = srv.Load().SetLock(int(id), "")
+		}
+	}))
+	srv.Store(e.srv)
+	ctx := ctxT(t)
+	r := vm("web-01", nil)
+	_, err := e.p.Apply(ctx, r)
+	require.NoError(t, err)
+	id := guests(e.srv)["web-01"].VMID
+	require.NoError(t, e.srv.SetLock(id, lock))
+
+	before := writes(e.srv)
+	_, err = e.p.Apply(ctx, r)
+	require.NoError(t, err)
+	assert.Equal(t, before, writes(e.srv))
+
+	r2 := r.DeepCopy()
+	r2.Spec["tags"] = []any{"db"}
+	_, err = e.p.Apply(ctx, r2)
+	require.Error(t, err)
+	assert.True(t, errcode.Is(err, errcode.Transient), "%v", err)
+	assert.Contains(t, err.Error(), "locked ("+lock+")")
+
+	unlock.Store(int64(id))
+	rep, err := engine(t, e.p, 1).Apply(ctx, r2)
+	require.NoError(t, err)
+	assert.Greater(t, rep.Results[0].Attempts, 1)
+	assert.Equal(t, "db;openctl", guests(e.srv)["web-01"].Config["tags"])
+}
+
+// TestTagsOnlyOnRunningVM: tags apply at once on a running VM — no
+// restart reason in Diff, nothing pending afterwards.
+func TestTagsOnlyOnRunningVM(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	r := vm("web-01", map[string]any{"tags": []any{"web"}})
+	_, err := e.p.Apply(ctx, r)
+	require.NoError(t, err)
+	r2 := r.DeepCopy()
+	r2.Spec["tags"] = []any{"web", "blue", "canary"}
+	live, err := e.p.Get(ctx, r.ID())
+	require.NoError(t, err)
+	d, err := e.p.Diff(ctx, r2, live)
+	require.NoError(t, err)
+	assert.Equal(t, registry.DiffUpdate, d.Action)
+	assert.Empty(t, d.Reasons, "a tag change needs no reboot")
+	require.Len(t, d.Fields, 1)
+	assert.Equal(t, "spec.tags", d.Fields[0].Path)
+
+	res, err := e.p.Apply(ctx, r2)
+	require.NoError(t, err)
+	assert.Nil(t, res.Status["pendingRestart"])
+	sim := guests(e.srv)["web-01"]
+	assert.Empty(t, sim.Pending)
+	assert.Equal(t, "blue;canary;openctl;web", sim.Config["tags"])
+	assert.Greater(t, res.Status["uptime"].(int64), int64(-1))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"slices"
 	"strconv"
@@ -12,28 +11,11 @@ import (
 	"time"
 
 	pve "github.com/luthermonson/go-proxmox"
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/registry"
 )
-
-// clusterRes is one entry of GET /cluster/resources.
-type clusterRes struct {
-	ID       string  `json:"id"`
-	Type     string  `json:"type"`
-	Node     string  `json:"node"`
-	Name     string  `json:"name"`
-	Status   string  `json:"status"`
-	Tags     string  `json:"tags"`
-	Lock     string  `json:"lock"`
-	VMID     int     `json:"vmid"`
-	Template int     `json:"template"`
-	MaxMem   uint64  `json:"maxmem"`
-	Mem      uint64  `json:"mem"`
-	Uptime   int64   `json:"uptime"`
-	CPU      float64 `json:"cpu"`
-	MaxCPU   float64 `json:"maxcpu"`
-}
 
 // vmRef locates a VM.
 type vmRef struct {
@@ -46,16 +28,9 @@ func (v vmRef) path(suffix string) string {
 	return fmt.Sprintf("/nodes/%s/qemu/%d%s", v.node, v.vmid, suffix)
 }
 
-// resources reads /cluster/resources (VMs and nodes).
-func (p *Provider) resources(ctx context.Context, c *conn) ([]clusterRes, error) {
-	var rs []clusterRes
-	err := p.retryRead(ctx, func() error { rs = nil; return c.client.Get(ctx, "/cluster/resources", &rs) })
-	return rs, err
-}
-
 // findVM finds the (non-template) QEMU VM named name; nil if there is none.
-func findVM(rs []clusterRes, name string) (*clusterRes, error) {
-	var found []*clusterRes
+func findVM(rs []clusterResource, name string) (*clusterResource, error) {
+	var found []*clusterResource
 	for i := range rs {
 		r := &rs[i]
 		if r.Type == "qemu" && r.Template == 0 && r.Name == name {
@@ -75,20 +50,9 @@ func findVM(rs []clusterRes, name string) (*clusterRes, error) {
 	return nil, errcode.New(errcode.Conflict, fmt.Sprintf("several VMs are named %s (%s); openctl needs VM names to be unique", name, strings.Join(ids, ", ")))
 }
 
-// readConfig reads a VM's config (pending values included).
-func (p *Provider) readConfig(ctx context.Context, v vmRef) (vmConfig, error) {
-	var m map[string]any
-	if err := p.retryRead(ctx, func() error { m = nil; return v.c.client.Get(ctx, v.path("/config"), &m) }); err != nil {
-		return nil, err
-	}
-	conf := newVMConfig(m)
-	conf["vmid"] = strconv.Itoa(v.vmid)
-	return conf, nil
-}
-
 // locate finds the context and cluster entry of the VM named name. It
 // tries the context Validate/Apply saw it in first, then every context.
-func (p *Provider) locate(ctx context.Context, name string) (*conn, *clusterRes, error) {
+func (p *Provider) locate(ctx context.Context, name string) (*conn, *clusterResource, error) {
 	p.mu.Lock()
 	known, ok := p.where[name]
 	p.mu.Unlock()
@@ -101,7 +65,7 @@ func (p *Provider) locate(ctx context.Context, name string) (*conn, *clusterRes,
 		if c == nil {
 			return nil, nil, p.broken[cn]
 		}
-		rs, err := p.resources(ctx, c)
+		rs, err := c.resources(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -133,14 +97,14 @@ func (p *Provider) getVM(ctx context.Context, name string) (*manifest.Resource, 
 		return nil, notFound(name)
 	}
 	v := vmRef{c: c, node: r.Node, vmid: r.VMID}
-	conf, err := p.readConfig(ctx, v)
+	conf, err := v.readConfig(ctx)
 	if err != nil {
 		if errcode.Is(err, errcode.NotFound) {
 			return nil, notFound(name)
 		}
 		return nil, fmt.Errorf("proxmox: get VirtualMachine %s: %w", name, err)
 	}
-	st, err := p.observe(ctx, v, conf, r.Status, r.Uptime, nil, false, true)
+	st, err := p.observe(ctx, v, conf, r.Status, int64(r.Uptime), nil, false, true)
 	if err != nil {
 		return nil, fmt.Errorf("proxmox: get VirtualMachine %s: %w", name, err)
 	}
@@ -149,7 +113,7 @@ func (p *Provider) getVM(ctx context.Context, name string) (*manifest.Resource, 
 
 // listVMs lists the QEMU VMs of one context (not templates).
 func (p *Provider) listVMs(ctx context.Context, c *conn) ([]*manifest.Resource, error) {
-	rs, err := p.resources(ctx, c)
+	rs, err := c.resources(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -159,14 +123,14 @@ func (p *Provider) listVMs(ctx context.Context, c *conn) ([]*manifest.Resource, 
 			continue
 		}
 		v := vmRef{c: c, node: r.Node, vmid: r.VMID}
-		conf, err := p.readConfig(ctx, v)
+		conf, err := v.readConfig(ctx)
 		if errcode.Is(err, errcode.NotFound) {
 			continue // deleted meanwhile
 		}
 		if err != nil {
 			return nil, err
 		}
-		st := vmStatus{VMID: r.VMID, Node: r.Node, State: r.Status, Uptime: r.Uptime}
+		st := vmStatus{VMID: r.VMID, Node: r.Node, State: r.Status, Uptime: int64(r.Uptime)}
 		st.Managed = isManaged(conf)
 		st.MACs = macsOf(conf)
 		st.IPs = staticIPs(conf)
@@ -200,112 +164,7 @@ type vmStatus struct {
 // vmResource builds the manifest of a live VM: a spec reconstructed from
 // its config, and its status.
 func vmResource(name string, c *conn, node string, conf vmConfig, st vmStatus) *manifest.Resource {
-	spec := map[string]any{"node": node}
-	if c.name != "" {
-		spec["context"] = c.name
-	}
-	userDesc, tmpl, _ := splitDescription(conf["description"])
-	switch {
-	case tmpl.Name != "":
-		spec["template"] = map[string]any{"name": tmpl.Name}
-	case tmpl.VMID != 0:
-		spec["template"] = map[string]any{"vmid": int64(tmpl.VMID)}
-	}
-	if userDesc != "" {
-		spec["description"] = userDesc
-	}
-	cpu := map[string]any{"cores": int64(atoi(orDefault(conf["cores"], "1"))), "sockets": int64(atoi(orDefault(conf["sockets"], "1")))}
-	if first, kv := propList(conf["cpu"]); first != "" || kv["cputype"] != "" {
-		cpu["type"] = orDefault(first, kv["cputype"])
-	}
-	spec["cpu"] = cpu
-	memFirst, memKV := propList(conf["memory"])
-	spec["memory"] = map[string]any{"size": int64(atoi(orDefault(orDefault(memFirst, memKV["current"]), "512")))}
-	var disks []any
-	for _, k := range sortedKeys(conf) {
-		if diskNameRe.MatchString(k) && !isCDROM(conf[k]) {
-			if n, ok := diskSize(conf[k]); ok {
-				d := map[string]any{"name": k, "size": formatSize(n)}
-				if st, _, ok := strings.Cut(conf[k], ":"); ok {
-					d["storage"] = st
-				}
-				disks = append(disks, d)
-			}
-		}
-	}
-	if disks != nil {
-		spec["disks"] = disks
-	}
-	var nets []any
-	for _, k := range sortedNetKeys(conf) {
-		d := parseNet(conf[k])
-		n := map[string]any{"name": k, "model": d.Model, "macAddress": d.MAC}
-		if b := d.Opts["bridge"]; b != "" {
-			n["bridge"] = b
-		}
-		if t := d.Opts["tag"]; t != "" {
-			n["vlan"] = int64(atoi(t))
-		}
-		if f, ok := d.Opts["firewall"]; ok {
-			n["firewall"] = f == "1"
-		}
-		nets = append(nets, n)
-	}
-	if nets != nil {
-		spec["networks"] = nets
-	}
-	ci := map[string]any{}
-	if u := conf["ciuser"]; u != "" {
-		ci["user"] = u
-	}
-	if keys := sshKeysOf(conf["sshkeys"]); len(keys) > 0 {
-		l := make([]any, len(keys))
-		for i, k := range keys {
-			l[i] = k
-		}
-		ci["sshKeys"] = l
-	}
-	if sd := conf["searchdomain"]; sd != "" {
-		ci["searchDomain"] = sd
-	}
-	if ns := strings.Fields(conf["nameserver"]); len(ns) > 0 {
-		l := make([]any, len(ns))
-		for i, n := range ns {
-			l[i] = n
-		}
-		ci["nameservers"] = l
-	}
-	ipc := map[string]any{}
-	for k, v := range conf {
-		if n, ok := strings.CutPrefix(k, "ipconfig"); ok {
-			c := parseIPConfig(v)
-			m := map[string]any{}
-			for key, val := range map[string]string{"ip": c.IP, "gateway": c.Gateway, "ip6": c.IP6, "gateway6": c.Gateway6} {
-				if val != "" {
-					m[key] = val
-				}
-			}
-			ipc["net"+n] = m
-		}
-	}
-	if len(ipc) > 0 {
-		ci["ipConfig"] = ipc
-	}
-	if len(ci) > 0 {
-		spec["cloudInit"] = ci
-	}
-	spec["agent"] = map[string]any{"enabled": agentEnabled(conf["agent"])}
-	if tags := without(tagsOf(conf["tags"]), managedTag); len(tags) > 0 {
-		l := make([]any, len(tags))
-		for i, t := range tags {
-			l[i] = t
-		}
-		spec["tags"] = l
-	}
-	spec["onBoot"] = conf["onboot"] == "1"
-	if st.State == StateRunning || st.State == StateStopped {
-		spec["state"] = st.State
-	}
+	spec := readSpec(liveVM{context: c.name, node: node, state: st.State, conf: conf})
 
 	status := map[string]any{
 		"vmid":    int64(st.VMID),
@@ -462,8 +321,8 @@ func (p *Provider) pending(ctx context.Context, v vmRef) ([]string, error) {
 		Pending any    `json:"pending"`
 		Delete  int    `json:"delete"`
 	}
-	if err := p.retryRead(ctx, func() error { items = nil; return v.c.client.Get(ctx, v.path("/pending"), &items) }); err != nil {
-		return nil, err
+	if err := v.c.client.Get(ctx, v.path("/pending"), &items); err != nil {
+		return nil, classify(err)
 	}
 	var out []string
 	for _, it := range items {
@@ -497,7 +356,7 @@ func (p *Provider) applyVM(ctx context.Context, r *manifest.Resource) (*manifest
 		return fail(err)
 	}
 
-	rs, err := p.resources(ctx, c)
+	rs, err := c.resources(ctx)
 	if err != nil {
 		return fail(err)
 	}
@@ -520,7 +379,7 @@ func (p *Provider) applyVM(ctx context.Context, r *manifest.Resource) (*manifest
 	// A VM an interrupted Apply created is finished as a new one (started
 	// unless startOnCreate says otherwise).
 	v := vmRef{c: c, node: existing.Node, vmid: existing.VMID}
-	conf, err := p.readConfig(ctx, v)
+	conf, err := v.readConfig(ctx)
 	if err != nil {
 		return fail(err)
 	}
@@ -542,7 +401,7 @@ func (p *Provider) applyVM(ctx context.Context, r *manifest.Resource) (*manifest
 		p.clearUnfinished(c.name, name)
 		return p.createVM(ctx, c, r, s, without2(rs, existing.VMID))
 	}
-	out, err := p.converge(ctx, r, s, v, conf, existing.Status, existing.Uptime, pl, created)
+	out, err := p.converge(ctx, r, s, v, conf, existing.Status, int64(existing.Uptime), pl, created)
 	if err != nil {
 		return fail(err)
 	}
@@ -579,24 +438,22 @@ func (p *Provider) settleUnfinished(ctx context.Context, c *conn, name string) (
 func (p *Provider) waitCloneTarget(ctx context.Context, c *conn, vmid int) error {
 	wctx, cancel := context.WithTimeout(ctx, p.cfg.Timeouts.Clone)
 	defer cancel()
-	d := p.tune.PollMin
+	b := pollPolicy(p.tune.PollMin, p.tune.PollMax).Start()
 	for {
-		rs, err := p.resources(wctx, c)
+		rs, err := c.resources(wctx)
 		if err != nil {
 			return err
 		}
-		i := slices.IndexFunc(rs, func(r clusterRes) bool { return r.Type == "qemu" && r.VMID == vmid })
+		i := slices.IndexFunc(rs, func(r clusterResource) bool { return r.Type == "qemu" && r.VMID == vmid })
 		if i < 0 || rs[i].Lock != "clone" {
 			return nil
 		}
-		p.sleep(wctx, d)
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := wctx.Err(); err != nil {
+		if err := b.Wait(wctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			return errcode.Wrap(errcode.Transient, fmt.Sprintf("VM %d is still being cloned", vmid), err)
 		}
-		d = min(d*3/2, p.tune.PollMax)
 	}
 }
 
@@ -619,14 +476,14 @@ func taskFinished(err error) bool {
 	return ok && te.Timeout == 0
 }
 
-func without2(rs []clusterRes, vmid int) []clusterRes {
-	return slices.DeleteFunc(slices.Clone(rs), func(r clusterRes) bool { return r.Type == "qemu" && r.VMID == vmid })
+func without2(rs []clusterResource, vmid int) []clusterResource {
+	return slices.DeleteFunc(slices.Clone(rs), func(r clusterResource) bool { return r.Type == "qemu" && r.VMID == vmid })
 }
 
 // createVM clones the template, converges the clone to the spec and, on
 // any failure after the clone, destroys it again (unless ctx was
 // cancelled: a re-run adopts the VM by name and converges it).
-func (p *Provider) createVM(ctx context.Context, c *conn, r *manifest.Resource, s *VMSpec, rs []clusterRes) (*manifest.Resource, error) {
+func (p *Provider) createVM(ctx context.Context, c *conn, r *manifest.Resource, s *VMSpec, rs []clusterResource) (*manifest.Resource, error) {
 	name := r.Metadata.Name
 	fail := func(err error) (*manifest.Resource, error) {
 		return nil, fmt.Errorf("proxmox: create VirtualMachine %s: %w", name, classify(err))
@@ -727,7 +584,10 @@ func (p *Provider) checkAddressable(s *VMSpec, tconf vmConfig) error {
 
 // convergeNew converges a fresh clone.
 func (p *Provider) convergeNew(ctx context.Context, r *manifest.Resource, s *VMSpec, v vmRef) (*manifest.Resource, error) {
-	conf, err := p.readConfig(ctx, v)
+	// Reading back the clone is retried here: failing now would destroy
+	// the VM just cloned and the engine's retry would clone it again.
+	var conf vmConfig
+	err := p.retryStep(ctx, func() (err error) { conf, err = v.readConfig(ctx); return err })
 	if err != nil {
 		return nil, err
 	}
@@ -805,23 +665,19 @@ func (p *Provider) converge(ctx context.Context, r *manifest.Resource, s *VMSpec
 }
 
 // task starts a task with start and waits for it. A start that failed
-// with a lock timeout (nothing happened) is retried with backoff; other
-// transient failures are returned for the engine to retry the whole,
-// idempotent Apply.
+// with a lock timeout (nothing happened, and the calls before it did) is
+// retried up to CallAttempts times with backoff; other transient failures
+// are returned for the engine to retry the whole, idempotent call.
 func (p *Provider) task(ctx context.Context, v vmRef, timeout time.Duration, start func() (pve.UPID, error)) error {
-	d := p.tune.Backoff
-	for attempt := 1; ; attempt++ {
-		upid, err := start()
-		if err == nil {
-			return p.await(ctx, v.c, upid, timeout)
-		}
-		err = classify(err)
-		if !isLockTimeout(err) || attempt >= p.tune.CallAttempts || ctx.Err() != nil {
-			return err
-		}
-		p.sleep(ctx, jitter(d))
-		d = min(2*d, 5*time.Second)
+	var upid pve.UPID
+	_, err := backoff.Retry(ctx, p.stepPolicy(p.tune.CallAttempts, isLockTimeout), func(context.Context) (err error) {
+		upid, err = start()
+		return classify(err)
+	})
+	if err != nil {
+		return err
 	}
+	return p.await(ctx, v.c, upid, timeout)
 }
 
 func isLockTimeout(err error) bool {
@@ -887,29 +743,24 @@ func (p *Provider) destroy(ctx context.Context, v vmRef, state string) error {
 func (p *Provider) destroyAfterFailure(ctx context.Context, v vmRef) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.Timeouts.Stop+p.cfg.Timeouts.Destroy)
 	defer cancel()
-	var err error
-	d := p.tune.Backoff
-	for attempt := 1; attempt <= p.tune.CallAttempts+3; attempt++ {
+	// Every failure is retried: a VM left behind is worse than the wait,
+	// and the engine will not come back for it.
+	_, err := backoff.Retry(cctx, p.stepPolicy(p.tune.CallAttempts+3, func(error) bool { return true }), func(cctx context.Context) error {
 		var cur struct {
 			Status string `json:"status"`
 		}
-		if err = classify(v.c.client.Get(cctx, v.path("/status/current"), &cur)); err == nil {
-			if cur.Status == StateRunning {
-				err = p.power(cctx, v, "stop", p.cfg.Timeouts.Stop)
-			}
-			if err == nil {
-				err = p.destroy(cctx, v, StateStopped)
-			}
+		err := classify(v.c.client.Get(cctx, v.path("/status/current"), &cur))
+		if err == nil && cur.Status == StateRunning {
+			err = p.power(cctx, v, "stop", p.cfg.Timeouts.Stop)
 		}
-		if err == nil || errcode.Is(err, errcode.NotFound) {
+		if err == nil {
+			err = p.destroy(cctx, v, StateStopped)
+		}
+		if errcode.Is(err, errcode.NotFound) {
 			return nil
 		}
-		if cctx.Err() != nil {
-			return err
-		}
-		p.sleep(cctx, jitter(d))
-		d = min(2*d, 5*time.Second)
-	}
+		return err
+	})
 	return err
 }
 
@@ -928,7 +779,7 @@ func (p *Provider) deleteVM(ctx context.Context, name string) error {
 		return nil
 	}
 	v := vmRef{c: c, node: r.Node, vmid: r.VMID}
-	conf, err := p.readConfig(ctx, v)
+	conf, err := v.readConfig(ctx)
 	if errcode.Is(err, errcode.NotFound) {
 		return nil
 	}
@@ -946,8 +797,4 @@ func (p *Provider) deleteVM(ctx context.Context, name string) error {
 	delete(p.unfinished, c.name+"/"+name)
 	p.mu.Unlock()
 	return nil
-}
-
-func jitter(d time.Duration) time.Duration {
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
 }

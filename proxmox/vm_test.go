@@ -1,11 +1,17 @@
 package proxmox_test
 
 import (
+	"bytes"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/proxmox"
+	"github.com/openctl/openctl/proxmox/proxmoxtest"
+	"github.com/openctl/openctl/registry"
 	"github.com/openctl/openctl/registry/providertest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -113,4 +119,84 @@ func mustField(t *testing.T, m map[string]any, path string) any {
 	require.NoError(t, err)
 	require.True(t, ok, "%s missing in %v", path, m)
 	return v
+}
+
+// TestDeleteStopsWhenShutdownFails: a graceful shutdown that does
+// not work (here its task fails with a lock timeout) is followed by a
+// stop, then the destroy — every task awaited.
+//
+// The simulator ignores the shutdown's timeout parameter (real Proxmox
+// fails the qmshutdown task with "got timeout" after it), so a shutdown
+// that outlasts Timeouts.Shutdown cannot be simulated; the test checks
+// the timeout is passed on and the fallback after a failed shutdown.
+func TestDeleteStopsWhenShutdownFails(t *testing.T) {
+	var mu sync.Mutex
+	var shutdownParams, deleteParams map[string]string
+	srv := proxmoxtest.NewTestServer(t, proxmoxtest.WithLatencies(fastLatencies), proxmoxtest.WithFaults(proxmoxtest.Faults{
+		Routes: []string{"POST /nodes/{node}/qemu/{vmid}/status/shutdown"}, LockTimeoutRate: 1,
+	}), proxmoxtest.WithRequestHook(func(ri proxmoxtest.RequestInfo) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ri.Route {
+		case "POST /nodes/{node}/qemu/{vmid}/status/shutdown":
+			shutdownParams = ri.Params
+		case "DELETE /nodes/{node}/qemu/{vmid}":
+			deleteParams = ri.Params
+		}
+	}))
+	p := newProvider(t, srv, func(c *proxmox.Config) { c.Timeouts.Shutdown = 7 * time.Second })
+	ctx := ctxT(t)
+	_, err := p.Apply(ctx, vm("web-01", nil))
+	require.NoError(t, err)
+	var steps []string
+	require.NoError(t, p.Delete(withSteps(ctx, &steps), vmID("web-01")))
+	assert.Equal(t, []string{"shutting down", "stopping", "destroying"}, steps)
+	assert.Empty(t, guests(srv))
+	assert.Equal(t, 1, srv.RequestCount("POST /nodes/{node}/qemu/{vmid}/status/stop"))
+	assert.Equal(t, 1, srv.RequestCount("DELETE /nodes/{node}/qemu/{vmid}"))
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, "7", shutdownParams["timeout"])
+	assert.Equal(t, "1", deleteParams["purge"])
+	assert.Equal(t, "1", deleteParams["destroy-unreferenced-disks"])
+}
+
+// TestUnmanagedVMs: VMs openctl did not create are listed and read
+// (status.managed false) but never changed, acted on or deleted; a clone
+// in progress (no name yet) is not listed.
+func TestUnmanagedVMs(t *testing.T) {
+	lat := fastLatencies
+	e := newEnv(t, proxmoxtest.WithLatencies(lat))
+	ctx := ctxT(t)
+	_, err := e.p.Apply(ctx, vm("mine", nil))
+	require.NoError(t, err)
+	_, err = e.p.Apply(ctx, vm("theirs", map[string]any{"description": "hand made"}))
+	require.NoError(t, err)
+	theirs := guests(e.srv)["theirs"]
+	require.NoError(t, e.srv.SetConfig(theirs.VMID, "description", "hand made"))
+	require.NoError(t, e.srv.SetConfig(theirs.VMID, "tags", "prod"))
+
+	got, err := e.p.Get(ctx, vmID("theirs"))
+	require.NoError(t, err)
+	assert.Equal(t, false, got.Status["managed"])
+	assert.Equal(t, "hand made", got.Spec["description"])
+	assert.Equal(t, []any{"prod"}, got.Spec["tags"])
+	assert.Nil(t, got.Spec["template"])
+
+	list, err := e.p.List(ctx, proxmox.KindVirtualMachine)
+	require.NoError(t, err)
+	managed := map[string]any{}
+	for _, r := range list {
+		managed[r.Metadata.Name] = r.Status["managed"]
+	}
+	assert.Equal(t, map[string]any{"mine": true, "theirs": false}, managed)
+
+	before := writes(e.srv)
+	_, err = e.p.Do(ctx, registry.ActionRequest{Action: "stop", ID: vmID("theirs"), Out: &bytes.Buffer{}})
+	require.Error(t, err)
+	assert.Error(t, e.p.Delete(ctx, vmID("theirs")))
+	_, err = e.p.Apply(ctx, vm("theirs", nil))
+	assert.True(t, errcode.Is(err, errcode.AlreadyExists), "%v", err)
+	assert.Equal(t, before, writes(e.srv))
+	assert.True(t, guests(e.srv)["theirs"].Running)
 }

@@ -7,8 +7,21 @@ import (
 	"github.com/openctl/openctl/proxmox/proxmoxtest/internal/apischema"
 )
 
+// cloneSchema is an excerpt of apidoc.js (Proxmox VE 9): the clone
+// method's required parameters and one optional one. Tests read the whole
+// file from the openctl shared/ directory; this example stands alone.
+const cloneSchema = `const apiSchema = [{"path": "/nodes", "children": [{"path": "/nodes/{node}", "children": [
+  {"path": "/nodes/{node}/qemu/{vmid}/clone", "info": {"POST": {"name": "clone_vm", "parameters": {
+    "additionalProperties": 0,
+    "properties": {
+      "node":  {"type": "string", "format": "pve-node"},
+      "vmid":  {"type": "integer", "format": "pve-vmid", "minimum": 100, "maximum": 999999999},
+      "newid": {"type": "integer", "format": "pve-vmid", "minimum": 100, "maximum": 999999999},
+      "full":  {"type": "boolean", "optional": 1}
+    }}}}}]}]}];`
+
 func ExampleOperation_Validate() {
-	s, err := apischema.Load("../../../../../shared/proxmox-api/apidoc.js.gz")
+	s, err := apischema.Parse([]byte(cloneSchema))
 	if err != nil {
 		fmt.Println(err)
 		return
