@@ -22,6 +22,26 @@
 //	    ipConfig: {net0: {ip: dhcp}}  # or ip: 10.0.0.5/24, gateway: 10.0.0.1; ip6, gateway6
 //	  tags: [web]
 //
+// # Configuration
+//
+// In code, New(Config) builds a Provider. A program that reads the user's
+// configuration file compiles in [Driver] instead (cli.Main does): it
+// decodes the providers.proxmox section strictly (contexts, credentials,
+// defaults; see Driver), and reads these environment variables, which
+// define a context "env" that becomes the default — for CI runners
+// without a file:
+//
+//   - OPENCTL_PROXMOX_URL: the API URL (https://pve.example.com:8006);
+//   - OPENCTL_PROXMOX_TOKEN_ID: the API token's id, user@realm!name;
+//   - OPENCTL_PROXMOX_TOKEN_SECRET, or OPENCTL_PROXMOX_TOKEN_SECRET_FILE:
+//     its secret, or a file holding it;
+//   - OPENCTL_PROXMOX_FINGERPRINT: the certificate's SHA-256 to pin;
+//   - OPENCTL_PROXMOX_NODE: the default node.
+//
+// A URL without a token, or a token without a URL, is an error naming the
+// missing variables. The driver's sandbox is the simulator of package
+// proxmoxtest (three nodes, a template on shared storage).
+//
 // # Behaviour
 //
 // Apply is idempotent by name. A VM openctl created carries the tag
