@@ -51,9 +51,10 @@ type ClientConfig struct {
 	// Logger receives the version-skew warning and retry notes. Default:
 	// discard.
 	Logger *slog.Logger
-	// ExpectVersion is the agent version the client was built for; an
-	// agent reporting another one is used anyway, with a warning. Default
-	// Version.
+	// ExpectVersion is the agent version the client was built for,
+	// usually the controller's own build version; an agent reporting
+	// another one is used anyway, with a warning logged once. Empty: the
+	// agent's version is not compared.
 	ExpectVersion string
 	// Retries is how many times Info and Logs are retried while the agent
 	// refuses connections (it is starting). Default 5; negative: none.
@@ -115,9 +116,6 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.ExpectVersion == "" {
-		cfg.ExpectVersion = Version
 	}
 	if cfg.Retries == 0 {
 		cfg.Retries = defaultRetries
@@ -352,7 +350,7 @@ func classify(ctx context.Context, err error) error {
 func (c *Client) responseErr(method, path string, resp *http.Response) error {
 	defer drainClose(resp.Body)
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-	var eb errorBody
+	var eb ErrorBody
 	code := statusCode(resp.StatusCode)
 	msg := resp.Status
 	if json.Unmarshal(data, &eb) == nil && eb.Message != "" {
@@ -392,9 +390,14 @@ func (c *Client) callErr(method, path string, err error) error {
 // checkSkew logs, once per client, that the agent's version differs from
 // the one the client expects. It never refuses the agent.
 func (c *Client) checkSkew(agentVersion string) {
-	if agentVersion == "" || agentVersion == c.cfg.ExpectVersion || c.warned.Swap(true) {
+	if agentVersion == "" || c.cfg.ExpectVersion == "" || agentVersion == c.cfg.ExpectVersion || c.warned.Swap(true) {
 		return
 	}
 	c.log.Warn("agent: version skew: the agent runs another version than this client expects; continuing",
 		"agent", c.cfg.Address, "agentVersion", agentVersion, "clientVersion", c.cfg.ExpectVersion)
 }
+
+// ErrRolledBack is returned by [Client.Upgrade], together with the
+// result, when the new k3s binary failed the health gate and the agent
+// restored the previous one. Check it with errors.Is.
+var ErrRolledBack = errors.New("agent: upgrade rolled back")

@@ -23,17 +23,29 @@ package main
 import (
 	"context"
 	"os"
+	"runtime/debug"
 
-	"github.com/openctl/openctl/agent"
+	"github.com/openctl/openctl/agent/node"
 )
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, hostSystem))
+	os.Exit(run(context.Background(), buildVersion(), os.Args[1:], os.Stdout, os.Stderr, hostSystem))
+}
+
+// buildVersion is the version of the module the binary was built from, as
+// the go command recorded it: the tag for "go install ...@v1.2.3", a
+// pseudo-version from the VCS for a build in a checkout, or "dev" when
+// nothing was recorded (go run, go test).
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
 }
 
 // hostSystem is the System of the machine the agent runs on.
-func hostSystem() (agent.System, error) {
-	h, err := agent.NewHostSystem(agent.HostOptions{})
+func hostSystem() (node.System, error) {
+	h, err := node.NewHostSystem(node.HostOptions{})
 	if err != nil {
 		return nil, err
 	}

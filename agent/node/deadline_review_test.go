@@ -1,4 +1,4 @@
-package agent_test
+package node_test
 
 import (
 	"context"
@@ -16,16 +16,17 @@ import (
 
 	"github.com/openctl/openctl/agent"
 	"github.com/openctl/openctl/agent/agenttest"
+	"github.com/openctl/openctl/agent/node"
 )
 
 // serveShort serves cfg with every http.Server timeout set to d, so a
 // test can see them enforced (and handlers extend their own) in
 // milliseconds. It returns the agent's address.
-func serveShort(t *testing.T, cfg agent.ServerConfig, d time.Duration) string {
+func serveShort(t *testing.T, cfg node.ServerConfig, d time.Duration) string {
 	t.Helper()
-	srv, err := agent.NewServer(cfg)
+	srv, err := node.NewServer(cfg)
 	require.NoError(t, err)
-	agent.SetServerTimeouts(srv, d, d, d, d)
+	node.SetServerTimeouts(srv, d, d, d, d)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	done := make(chan error, 1)
@@ -41,9 +42,9 @@ func serveShort(t *testing.T, cfg agent.ServerConfig, d time.Duration) string {
 
 // The production server sets every timeout.
 func TestReviewServerTimeoutsSet(t *testing.T) {
-	srv, err := agent.NewServer(agent.ServerConfig{System: agenttest.NewSystem(t)})
+	srv, err := node.NewServer(node.ServerConfig{System: agenttest.NewSystem(t)})
 	require.NoError(t, err)
-	rh, r, w, idle := agent.ServerTimeouts(srv)
+	rh, r, w, idle := node.ServerTimeouts(srv)
 	for name, d := range map[string]time.Duration{"read-header": rh, "read": r, "write": w, "idle": idle} {
 		assert.Positive(t, d, name)
 	}

@@ -1,11 +1,7 @@
-package agent
+package node
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,54 +9,28 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"time"
 
+	"github.com/openctl/openctl/agent"
 	"github.com/openctl/openctl/errcode"
 )
 
-// versionRE is the only shape of k3s version an upgrade accepts. It is
-// checked before the version is placed in a URL or a file name.
-var versionRE = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+\+k3s[0-9]+$`)
-
 const (
-	maxVersionLen  = 64
-	maxSumsBytes   = 1 << 20 // a sha256sum-<arch>.txt file
-	maxBinaryBytes = 1 << 30 // a k3s binary is ~70 MiB
-	healthyChecks  = 2       // consecutive healthy polls the gate wants
+	healthyChecks  = 2 // consecutive healthy polls the gate wants
 	healthPollMin  = 50 * time.Millisecond
 	healthPollMax  = 2 * time.Second
 	previousSuffix = ".previous"
 )
 
-// ErrRolledBack is returned by [Client.Upgrade], together with the
-// result, when the new k3s binary failed the health gate and the agent
-// restored the previous one. Check it with errors.Is.
-var ErrRolledBack = errors.New("agent: upgrade rolled back")
-
-// ValidateK3sVersion reports, with errcode.Invalid, whether v is not a
-// k3s release version of the form vX.Y.Z+k3sN.
-func ValidateK3sVersion(v string) error {
-	if len(v) > maxVersionLen || !versionRE.MatchString(v) {
-		if len(v) > maxVersionLen {
-			v = v[:maxVersionLen] + "…"
-		}
-		return fmt.Errorf("agent: k3s version %q: want vX.Y.Z+k3sN: %w", v, errcode.Invalid)
-	}
-	return nil
-}
-
 // decodeUpgradeRequest decodes and validates the body of POST
 // /v1/upgrade/k3s: exactly one JSON object with the single field version,
 // which must pass ValidateK3sVersion.
-func decodeUpgradeRequest(r io.Reader) (UpgradeRequest, error) {
+func decodeUpgradeRequest(r io.Reader) (agent.UpgradeRequest, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
-	var req UpgradeRequest
+	var req agent.UpgradeRequest
 	tooLarge := func(err error) error {
 		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return errcode.Wrap(errcode.Invalid, fmt.Sprintf("agent: request body over %d bytes", mbe.Limit), err)
@@ -69,83 +39,22 @@ func decodeUpgradeRequest(r io.Reader) (UpgradeRequest, error) {
 	}
 	if err := dec.Decode(&req); err != nil {
 		if e := tooLarge(err); e != nil {
-			return UpgradeRequest{}, e
+			return agent.UpgradeRequest{}, e
 		}
-		return UpgradeRequest{}, errcode.Wrap(errcode.Invalid, "agent: upgrade request", err)
+		return agent.UpgradeRequest{}, errcode.Wrap(errcode.Invalid, "agent: upgrade request", err)
 	}
 	// The object may fit under the cap while the body does not (trailing
 	// white space): that is still a body over the cap.
 	if _, err := dec.Token(); err != io.EOF {
 		if e := tooLarge(err); e != nil {
-			return UpgradeRequest{}, e
+			return agent.UpgradeRequest{}, e
 		}
-		return UpgradeRequest{}, fmt.Errorf("agent: upgrade request: data after the JSON object: %w", errcode.Invalid)
+		return agent.UpgradeRequest{}, fmt.Errorf("agent: upgrade request: data after the JSON object: %w", errcode.Invalid)
 	}
-	if err := ValidateK3sVersion(req.Version); err != nil {
-		return UpgradeRequest{}, err
+	if err := agent.ValidateK3sVersion(req.Version); err != nil {
+		return agent.UpgradeRequest{}, err
 	}
 	return req, nil
-}
-
-// releaseAssets names the k3s release files for a GOARCH: the binary and
-// the checksum file that lists it.
-func releaseAssets(arch string) (binary, sums string, err error) {
-	switch arch {
-	case "amd64":
-		return "k3s", "sha256sum-amd64.txt", nil
-	case "arm64":
-		return "k3s-arm64", "sha256sum-arm64.txt", nil
-	case "arm":
-		return "k3s-armhf", "sha256sum-arm.txt", nil
-	}
-	return "", "", fmt.Errorf("agent: no k3s release for architecture %q: %w", arch, errcode.Invalid)
-}
-
-// parseSums finds the SHA-256 of asset in a sha256sum file: lines of
-// "<64 hex digits>  <file name>" (a "*" before the name, binary mode, is
-// allowed). The asset must be listed exactly once, or listed with one
-// hash.
-func parseSums(data []byte, asset string) ([]byte, error) {
-	var found []byte
-	for line := range strings.Lines(string(data)) {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			continue
-		}
-		name := strings.TrimPrefix(f[1], "*")
-		if name != asset {
-			continue
-		}
-		sum, err := hex.DecodeString(f[0])
-		if err != nil || len(sum) != sha256.Size {
-			return nil, fmt.Errorf("agent: checksum file: malformed SHA-256 for %s: %w", asset, errcode.Internal)
-		}
-		if found != nil && !bytes.Equal(found, sum) {
-			return nil, fmt.Errorf("agent: checksum file lists %s twice with different hashes: %w", asset, errcode.Internal)
-		}
-		found = sum
-	}
-	if found == nil {
-		return nil, fmt.Errorf("agent: checksum file has no entry for %s: %w", asset, errcode.NotFound)
-	}
-	return found, nil
-}
-
-// defaultHTTPClient downloads releases: the environment's proxy settings,
-// at most ten redirects and never from https down to http.
-func defaultHTTPClient() *http.Client {
-	return &http.Client{
-		Transport: http.DefaultTransport.(*http.Transport).Clone(),
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= 10 {
-				return errors.New("stopped after 10 redirects")
-			}
-			if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
-				return fmt.Errorf("refusing redirect from https to %s", req.URL.Scheme)
-			}
-			return nil
-		},
-	}
 }
 
 func (s *Server) handleUpgrade(w http.ResponseWriter, r *http.Request) {
@@ -183,15 +92,15 @@ func (s *Server) handleUpgrade(w http.ResponseWriter, r *http.Request) {
 
 // upgrade installs k3s version (already validated) and decides with the
 // health gate whether to keep it.
-func (s *Server) upgrade(ctx context.Context, version string) (*UpgradeResult, error) {
-	if err := ValidateK3sVersion(version); err != nil {
+func (s *Server) upgrade(ctx context.Context, version string) (*agent.UpgradeResult, error) {
+	if err := agent.ValidateK3sVersion(version); err != nil {
 		return nil, err
 	}
 	role, err := s.sys.Role(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("agent: upgrade: k3s role: %w", err)
 	}
-	if role == RoleNone {
+	if role == agent.RoleNone {
 		return nil, fmt.Errorf("agent: upgrade: k3s is not installed: %w", errcode.NotFound)
 	}
 	bin := s.sys.K3sBinary()
@@ -200,9 +109,9 @@ func (s *Server) upgrade(ctx context.Context, version string) (*UpgradeResult, e
 		s.log.Warn("agent: upgrade: installed k3s version unknown", "binary", bin, "err", err)
 		from = ""
 	}
-	res := &UpgradeResult{From: from, To: version}
+	res := &agent.UpgradeResult{From: from, To: version}
 	if from == version {
-		res.Status = UpgradeUnchanged
+		res.Status = agent.UpgradeUnchanged
 		res.ServiceState = s.serviceState(ctx)
 		return res, nil
 	}
@@ -232,7 +141,7 @@ func (s *Server) upgrade(ctx context.Context, version string) (*UpgradeResult, e
 	s.log.Info("agent: upgrade: new k3s binary installed", "from", from, "to", version, "binary", bin)
 	reason := s.healthGate(ctx, bin, version)
 	if reason == "" {
-		res.Status = UpgradeUpgraded
+		res.Status = agent.UpgradeUpgraded
 		res.ServiceState = s.serviceState(ctx)
 		return res, nil
 	}
@@ -241,11 +150,11 @@ func (s *Server) upgrade(ctx context.Context, version string) (*UpgradeResult, e
 	if err := restorePrevious(bin); err != nil {
 		return nil, fmt.Errorf("agent: upgrade to %s failed (%s) and the previous binary could not be restored: %w", version, reason, err)
 	}
-	res.Status = UpgradeRolledBack
+	res.Status = agent.UpgradeRolledBack
 	res.Reason = reason
 	rctx, cancel := context.WithTimeout(ctx, s.healthTimeout)
 	defer cancel()
-	if err := s.sys.Service(rctx, Restart); err != nil {
+	if err := s.sys.Service(rctx, agent.Restart); err != nil {
 		res.Reason += "; restart after rollback: " + err.Error()
 	}
 	res.ServiceState = s.waitActive(rctx)
@@ -255,94 +164,9 @@ func (s *Server) upgrade(ctx context.Context, version string) (*UpgradeResult, e
 func (s *Server) serviceState(ctx context.Context) string {
 	st, err := s.sys.ServiceState(ctx)
 	if err != nil {
-		return StateUnknown
+		return agent.StateUnknown
 	}
 	return st
-}
-
-// download fetches the checksum file and the binary of version into a
-// temporary file in dir and verifies the binary's SHA-256. It returns the
-// temporary file's name; the file is mode 0755 and synced.
-func (s *Server) download(ctx context.Context, version, asset, sumsName, dir string) (string, error) {
-	base := s.releaseURL + "/" + url.PathEscape(version) + "/"
-	var sums bytes.Buffer
-	if err := s.fetch(ctx, base+sumsName, maxSumsBytes, &sums); err != nil {
-		return "", err
-	}
-	want, err := parseSums(sums.Bytes(), asset)
-	if err != nil {
-		return "", &statusError{status: http.StatusBadGateway, err: err}
-	}
-
-	f, err := os.CreateTemp(dir, ".k3s-upgrade-*")
-	if err != nil {
-		return "", fmt.Errorf("agent: upgrade: %w", err)
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	h := sha256.New()
-	if err := s.fetch(ctx, base+asset, maxBinaryBytes, io.MultiWriter(f, h)); err != nil {
-		return "", err
-	}
-	if got := h.Sum(nil); subtle.ConstantTimeCompare(got, want) != 1 {
-		return "", &statusError{status: http.StatusBadGateway, err: fmt.Errorf(
-			"agent: upgrade: SHA-256 of %s %s is %x, the release lists %x; nothing was installed: %w",
-			version, asset, got, want, errcode.Internal)}
-	}
-	if err := f.Chmod(0o755); err != nil {
-		return "", fmt.Errorf("agent: upgrade: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		return "", fmt.Errorf("agent: upgrade: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("agent: upgrade: %w", err)
-	}
-	ok = true
-	return tmp, nil
-}
-
-// fetch GETs rawURL into w, at most limit bytes, within ctx.
-func (s *Server) fetch(ctx context.Context, rawURL string, limit int64, w io.Writer) error {
-	fail := func(err error) error {
-		if ctx.Err() != nil {
-			err = errcode.Wrap(errcode.Transient, fmt.Sprintf("agent: download %s: no answer within %v", rawURL, s.downloadTimeout), err)
-			return &statusError{status: http.StatusGatewayTimeout, err: err}
-		}
-		return &statusError{status: http.StatusBadGateway, err: errcode.Wrap(errcode.Transient, "agent: download "+rawURL, err)}
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
-	if err != nil {
-		return errcode.Wrap(errcode.Internal, "agent: download", err)
-	}
-	resp, err := s.httpClient.Do(req)
-	if err != nil {
-		return fail(err)
-	}
-	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusOK:
-	case resp.StatusCode == http.StatusNotFound:
-		return fmt.Errorf("agent: download %s: release not found: %w", rawURL, errcode.NotFound)
-	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
-		return &statusError{status: http.StatusBadGateway, err: fmt.Errorf("agent: download %s: %s: %w", rawURL, resp.Status, errcode.Transient)}
-	default:
-		return &statusError{status: http.StatusBadGateway, err: fmt.Errorf("agent: download %s: %s: %w", rawURL, resp.Status, errcode.Internal)}
-	}
-	n, err := io.Copy(w, io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return fail(err)
-	}
-	if n > limit {
-		return &statusError{status: http.StatusBadGateway, err: fmt.Errorf("agent: download %s: larger than %d bytes: %w", rawURL, limit, errcode.Internal)}
-	}
-	return nil
 }
 
 // swapIn keeps the installed binary as bin.previous (a hard link, or a
@@ -417,7 +241,7 @@ func syncDir(dir string) error {
 func (s *Server) healthGate(ctx context.Context, bin, version string) string {
 	ctx, cancel := context.WithTimeout(ctx, s.healthTimeout)
 	defer cancel()
-	if err := s.sys.Service(ctx, Restart); err != nil {
+	if err := s.sys.Service(ctx, agent.Restart); err != nil {
 		return "restart: " + err.Error()
 	}
 	wait := healthPollMin
@@ -427,7 +251,7 @@ func (s *Server) healthGate(ctx context.Context, bin, version string) string {
 		switch st, err := s.sys.ServiceState(ctx); {
 		case err != nil:
 			last, healthy = "service state: "+err.Error(), 0
-		case st != StateActive:
+		case st != agent.StateActive:
 			last, healthy = "service is "+st, 0
 		default:
 			switch v, err := s.sys.K3sVersion(ctx, bin); {
@@ -461,7 +285,7 @@ func (s *Server) waitActive(ctx context.Context) string {
 	wait := healthPollMin
 	for {
 		st := s.serviceState(ctx)
-		if st == StateActive {
+		if st == agent.StateActive {
 			return st
 		}
 		t := time.NewTimer(wait)

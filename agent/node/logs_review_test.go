@@ -1,4 +1,4 @@
-package agent_test
+package node_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/openctl/openctl/agent"
 	"github.com/openctl/openctl/agent/agenttest"
+	"github.com/openctl/openctl/agent/node"
 )
 
 // endlessJournal is a Runner whose journalctl never ends on its own: it
@@ -50,13 +51,13 @@ func (j *endlessJournal) Stream(ctx context.Context, w io.Writer, name string, a
 
 // hostWithK3s is a HostSystem on systemd, with a k3s server unit, over
 // runner.
-func hostWithK3s(t *testing.T, runner agent.Runner) *agent.HostSystem {
+func hostWithK3s(t *testing.T, runner node.Runner) *node.HostSystem {
 	t.Helper()
 	root := t.TempDir()
 	unit := filepath.Join(root, "etc/systemd/system/k3s.service")
 	require.NoError(t, os.MkdirAll(filepath.Dir(unit), 0o755))
 	require.NoError(t, os.WriteFile(unit, []byte("[Service]\n"), 0o644))
-	h, err := agent.NewHostSystem(agent.HostOptions{Root: root, Init: agent.Systemd, Runner: runner})
+	h, err := node.NewHostSystem(node.HostOptions{Root: root, Init: agent.Systemd, Runner: runner})
 	require.NoError(t, err)
 	return h
 }
@@ -149,7 +150,7 @@ func TestReviewOpenRCLogFileOddLines(t *testing.T) {
 	require.Greater(t, len(file), 3*(64<<10))
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "var/log"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "var/log/k3s.log"), []byte(file), 0o644))
-	h, err := agent.NewHostSystem(agent.HostOptions{Root: root, Runner: &endlessJournal{stopped: make(chan error, 1)}})
+	h, err := node.NewHostSystem(node.HostOptions{Root: root, Runner: &endlessJournal{stopped: make(chan error, 1)}})
 	require.NoError(t, err)
 	require.Equal(t, agent.OpenRC, h.Init())
 
@@ -185,7 +186,7 @@ func TestReviewLogsLinesParameter(t *testing.T) {
 // realJournal stands a real, endless process in for journalctl through
 // ExecRunner, and reports when Stream returns (the process is gone).
 type realJournal struct {
-	agent.ExecRunner
+	node.ExecRunner
 	done chan error
 }
 

@@ -1,4 +1,4 @@
-package agent_test
+package node_test
 
 import (
 	"testing"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/openctl/openctl/agent"
 	"github.com/openctl/openctl/agent/agenttest"
+	"github.com/openctl/openctl/agent/node"
 	"github.com/openctl/openctl/errcode"
 )
 
@@ -25,7 +26,7 @@ func TestReviewReleaseURLEmptyQueryOrFragmentRejected(t *testing.T) {
 		"https://example.com/?/k3s",
 		"http://example.com#",
 	} {
-		_, err := agent.NewServer(agent.ServerConfig{System: sys, ReleaseURL: u})
+		_, err := node.NewServer(node.ServerConfig{System: sys, ReleaseURL: u})
 		require.Error(t, err, u)
 		assert.True(t, errcode.Is(err, errcode.Invalid), "%s: %v", u, err)
 		_, err = agent.InstallFiles(agent.InstallOptions{Init: agent.Systemd, ReleaseURL: u})
@@ -45,7 +46,7 @@ func TestReviewInstallReleaseURLAcceptedByAgent(t *testing.T) {
 	} {
 		_, err := agent.InstallFiles(agent.InstallOptions{Init: agent.OpenRC, ReleaseURL: u})
 		require.NoError(t, err, u)
-		_, err = agent.NewServer(agent.ServerConfig{System: sys, ReleaseURL: u})
+		_, err = node.NewServer(node.ServerConfig{System: sys, ReleaseURL: u})
 		assert.NoError(t, err, u)
 	}
 }

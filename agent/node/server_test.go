@@ -1,4 +1,4 @@
-package agent_test
+package node_test
 
 import (
 	"bytes"
@@ -26,6 +26,7 @@ import (
 
 	"github.com/openctl/openctl/agent"
 	"github.com/openctl/openctl/agent/agenttest"
+	"github.com/openctl/openctl/agent/node"
 	"github.com/openctl/openctl/agent/pki"
 	"github.com/openctl/openctl/errcode"
 )
@@ -252,7 +253,7 @@ func TestServerInfo(t *testing.T) {
 	assert.Equal(t, agenttest.DefaultVersion, info.K3sVersion)
 	assert.Equal(t, agent.RoleServer, info.Role)
 	assert.Equal(t, agent.StateActive, info.ServiceState)
-	assert.Equal(t, agent.Version, info.AgentVersion)
+	assert.Equal(t, agenttest.AgentVersion, info.AgentVersion)
 	for _, c := range []string{agent.CapInfo, agent.CapLogs, agent.CapService, agent.CapUpgrade, agent.CapRollback} {
 		assert.True(t, info.Has(c), c)
 	}
@@ -332,7 +333,7 @@ func TestServerErrors(t *testing.T) {
 			assert.Equal(t, tc.status, ae.Status)
 			assert.Equal(t, string(tc.code), ae.Code, ae.Message)
 			assert.NotEmpty(t, ae.Message)
-			assert.Equal(t, agent.Version, resp.Header.Get(agent.HeaderAgentVersion))
+			assert.Equal(t, agenttest.AgentVersion, resp.Header.Get(agent.HeaderAgentVersion))
 		})
 	}
 	req, _ := http.NewRequestWithContext(t.Context(), "POST", "https://"+env.Addr+"/v1/upgrade/k3s", strings.NewReader(`{"version":"v1.2.3+k3s1"}`))
@@ -514,7 +515,7 @@ func TestAuditLine(t *testing.T) {
 
 func TestAuditLineInProcess(t *testing.T) {
 	log, buf := newLogger(0)
-	srv, err := agent.NewServer(agent.ServerConfig{System: agenttest.NewSystem(t), Logger: log})
+	srv, err := node.NewServer(node.ServerConfig{System: agenttest.NewSystem(t), Logger: log})
 	require.NoError(t, err)
 	rec := httptest.NewRecorder()
 	srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/v1/info", nil))
@@ -538,7 +539,7 @@ func TestNewServerErrors(t *testing.T) {
 	other, _ := ca.IssueServer("m", nil)
 	otherKey, _ := other.KeyPEM()
 	bundle := pki.NewBundle(ca.Cert).PEM()
-	cases := map[string]agent.ServerConfig{
+	cases := map[string]node.ServerConfig{
 		"no system":         {},
 		"bad release URL":   {System: sys, ReleaseURL: "ftp://example.com"},
 		"release URL query": {System: sys, ReleaseURL: "https://example.com/r?x=1"},
@@ -548,12 +549,12 @@ func TestNewServerErrors(t *testing.T) {
 	}
 	for name, cfg := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := agent.NewServer(cfg)
+			_, err := node.NewServer(cfg)
 			require.Error(t, err)
 			assert.True(t, errcode.Is(err, errcode.Invalid), "%v", err)
 		})
 	}
-	cfg := agent.ServerConfig{System: sys, CABundle: bundle, CertPEM: leaf.CertPEM(), KeyPEM: key}
+	cfg := node.ServerConfig{System: sys, CABundle: bundle, CertPEM: leaf.CertPEM(), KeyPEM: key}
 	for _, s := range []string{fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg)} {
 		assert.NotContains(t, s, "PRIVATE KEY")
 	}
