@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/openctl/openctl/agent/pki"
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
 )
 
@@ -289,42 +290,58 @@ func (c *Client) Upgrade(ctx context.Context, version string) (*UpgradeResult, e
 }
 
 // do sends one request, retrying idempotent ones while the agent refuses
-// connections. A response with a status of 300 or more becomes an error
-// carrying the agent's error code.
+// connections (see retryPolicy). A response with a status of 300 or more
+// becomes an error carrying the agent's error code.
 func (c *Client) do(ctx context.Context, method, path string, body []byte, idempotent bool) (*http.Response, error) {
-	attempts := 1
-	if idempotent && c.cfg.Retries > 0 {
-		attempts += c.cfg.Retries
+	p := c.retryPolicy()
+	if !idempotent {
+		p.MaxAttempts = 1
 	}
-	wait := c.cfg.RetryBackoff
-	for i := 1; ; i++ {
+	p.OnRetry = func(attempt int, wait time.Duration, _ error) {
+		c.log.Debug("agent: not accepting connections yet, retrying", "agent", c.cfg.Address, "attempt", attempt, "wait", wait)
+	}
+	var (
+		resp    *http.Response
+		sendErr error // the last attempt's transport error, unclassified
+	)
+	_, err := backoff.Retry(ctx, p, func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
 		if err != nil {
-			return nil, c.callErr(method, path, errcode.Wrap(errcode.Invalid, "build request", err))
+			return c.callErr(method, path, errcode.Wrap(errcode.Invalid, "build request", err))
 		}
 		if body != nil {
 			req.Header.Set("Content-Type", "application/json")
 		}
-		resp, err := c.hc.Do(req)
-		if err == nil {
-			c.checkSkew(resp.Header.Get(HeaderAgentVersion))
-			if resp.StatusCode < 300 {
-				return resp, nil
-			}
-			return nil, c.responseErr(method, path, resp)
-		}
-		if i >= attempts || !errors.Is(err, syscall.ECONNREFUSED) || ctx.Err() != nil {
-			return nil, c.callErr(method, path, classify(ctx, err))
-		}
-		c.log.Debug("agent: not accepting connections yet, retrying", "agent", c.cfg.Address, "attempt", i, "wait", wait)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, c.callErr(method, path, classify(ctx, err))
-		case <-t.C:
-		}
-		wait = min(2*wait, maxRetryBackoff)
+		resp, sendErr = c.hc.Do(req)
+		return sendErr
+	})
+	if sendErr != nil {
+		// Out of attempts, not retryable, or ctx ended while waiting: the
+		// caller gets the last transport error, classified against ctx as
+		// it is now (a caller's cancellation is not coded Transient).
+		return nil, c.callErr(method, path, classify(ctx, sendErr))
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.checkSkew(resp.Header.Get(HeaderAgentVersion))
+	if resp.StatusCode >= 300 {
+		return nil, c.responseErr(method, path, resp)
+	}
+	return resp, nil
+}
+
+// retryPolicy is how idempotent calls wait for an agent that refuses
+// connections: Retries more attempts, RetryBackoff doubling up to
+// maxRetryBackoff, no jitter (one controller per agent), and nothing but a
+// refused connection retried.
+func (c *Client) retryPolicy() backoff.Policy {
+	return backoff.Policy{
+		Initial:     c.cfg.RetryBackoff,
+		Max:         maxRetryBackoff,
+		Multiplier:  2,
+		MaxAttempts: 1 + max(c.cfg.Retries, 0),
+		Retryable:   func(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) },
 	}
 }
 

@@ -14,15 +14,20 @@ import (
 	"time"
 
 	"github.com/openctl/openctl/agent"
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
 )
 
 const (
 	healthyChecks  = 2 // consecutive healthy polls the gate wants
-	healthPollMin  = 50 * time.Millisecond
-	healthPollMax  = 2 * time.Second
 	previousSuffix = ".previous"
 )
+
+// healthPoll spaces the health gate's polls of the service: 50ms doubling
+// up to 2s.
+func healthPoll() backoff.Policy {
+	return backoff.Policy{Initial: 50 * time.Millisecond, Max: 2 * time.Second, Multiplier: 2}
+}
 
 // decodeUpgradeRequest decodes and validates the body of POST
 // /v1/upgrade/k3s: exactly one JSON object with the single field version,
@@ -244,7 +249,10 @@ func (s *Server) healthGate(ctx context.Context, bin, version string) string {
 	if err := s.sys.Service(ctx, agent.Restart); err != nil {
 		return "restart: " + err.Error()
 	}
-	wait := healthPollMin
+	// The polls slow down while the service is not healthy and keep their
+	// pace once it is, so that the consecutive healthy polls come quickly.
+	polls := healthPoll().Start()
+	wait := polls.Next()
 	healthy := 0
 	last := "no health check ran"
 	for {
@@ -266,15 +274,11 @@ func (s *Server) healthGate(ctx context.Context, bin, version string) string {
 		if healthy >= healthyChecks {
 			return ""
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if backoff.Sleep(ctx, wait) != nil {
 			return fmt.Sprintf("not healthy within %v: %s", s.healthTimeout, last)
-		case <-t.C:
 		}
 		if healthy == 0 {
-			wait = min(2*wait, healthPollMax)
+			wait = polls.Next()
 		}
 	}
 }
@@ -282,19 +286,14 @@ func (s *Server) healthGate(ctx context.Context, bin, version string) string {
 // waitActive polls the service state until it is active or ctx is done,
 // and returns the last state seen.
 func (s *Server) waitActive(ctx context.Context) string {
-	wait := healthPollMin
+	polls := healthPoll().Start()
 	for {
 		st := s.serviceState(ctx)
 		if st == agent.StateActive {
 			return st
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if polls.Wait(ctx) != nil {
 			return st
-		case <-t.C:
 		}
-		wait = min(2*wait, healthPollMax)
 	}
 }
