@@ -353,11 +353,7 @@ func TestRunStopsWithContext(t *testing.T) {
 	go func() {
 		status <- run(ctx, testVersion, append(c.args(), "--listen", "127.0.0.1:0"), io.Discard, &stderr, fakeSystemFactory)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(stderr.String(), "openctl-agent: serving") {
-		require.True(t, time.Now().Before(deadline), "not serving: %s", stderr.String())
-		time.Sleep(10 * time.Millisecond)
-	}
+	stderr.waitFor(t, "openctl-agent: serving", 30*time.Second)
 	cancel()
 	select {
 	case s := <-status:
@@ -367,19 +363,50 @@ func TestRunStopsWithContext(t *testing.T) {
 	}
 }
 
+// syncBuffer is a concurrency-safe buffer that signals every write, so a
+// test can wait for a line without polling on a timer.
 type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
+	mu      sync.Mutex // guards b
+	b       bytes.Buffer
+	written chan struct{} // receives (without blocking the writer) after each write
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.b.Write(p)
+	if s.written == nil {
+		s.written = make(chan struct{}, 1)
+	}
+	n, err := s.b.Write(p)
+	select {
+	case s.written <- struct{}{}:
+	default: // a signal is already pending
+	}
+	return n, err
 }
 
 func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// waitFor waits until the buffer contains substr, failing t after timeout.
+func (s *syncBuffer) waitFor(t *testing.T, substr string, timeout time.Duration) {
+	t.Helper()
+	s.mu.Lock()
+	if s.written == nil {
+		s.written = make(chan struct{}, 1)
+	}
+	written := s.written
+	s.mu.Unlock()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for !strings.Contains(s.String(), substr) {
+		select {
+		case <-written:
+		case <-deadline.C:
+			t.Fatalf("%q not written within %v: %s", substr, timeout, s.String())
+		}
+	}
 }
