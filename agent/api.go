@@ -47,7 +47,8 @@ func (a ServiceAction) Valid() bool {
 	return a == Start || a == Stop || a == Restart
 }
 
-// Service states reported by [System.ServiceState].
+// Service states, in [Info.ServiceState] and [ServiceResult.ServiceState]
+// (reported by node.System.ServiceState).
 const (
 	StateActive   = "active"
 	StateInactive = "inactive"
@@ -96,7 +97,8 @@ type Info struct {
 	Role Role `json:"role"`
 	// ServiceState is "active", "inactive", "failed" or "unknown".
 	ServiceState string `json:"serviceState"`
-	// AgentVersion is the agent's [Version].
+	// AgentVersion is the version the agent reports (node.ServerConfig.Version;
+	// "" if it reports none).
 	AgentVersion string `json:"agentVersion"`
 	// Capabilities lists the endpoints and behaviours the agent supports.
 	Capabilities []string `json:"capabilities"`
@@ -153,8 +155,8 @@ const MaxRequestBody = 4 << 10
 // ErrorBody is the body of every error response: a code of package
 // errcode (for example "CONFLICT") and a message.
 type ErrorBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code    string `json:"code"`    // an errcode.Code, such as "NOT_FOUND"
+	Message string `json:"message"` // what went wrong, for people
 }
 
 // HTTP header names of the agent protocol.

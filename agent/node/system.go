@@ -8,7 +8,7 @@ import (
 )
 
 // System is everything the agent does to its host. The real implementation
-// (HostSystem, in system.go) shells out to systemctl/journalctl or
+// ([HostSystem], in host.go) shells out to systemctl/journalctl or
 // rc-service/tail; tests use agenttest.System.
 //
 // Implementations must be safe for concurrent use: the server calls them

@@ -1,7 +1,9 @@
 // Command openctl-agent is the openctl node agent: a small HTTPS server,
 // installed on every k3s node, through which openctl reads host facts and
 // k3s logs, starts, stops and restarts k3s, and upgrades it, over mutual
-// TLS with the cluster's CA. See package github.com/openctl/openctl/agent.
+// TLS with the cluster's CA. It is a few lines around package
+// github.com/openctl/openctl/agent/node (the server and the host); the
+// protocol is described in package github.com/openctl/openctl/agent.
 //
 //	openctl-agent --listen :9443 \
 //		--ca /etc/openctl-agent/ca.pem \
@@ -15,6 +17,11 @@
 // stay. Exit status 2 means a usage or configuration error (a bad flag, a
 // missing or invalid certificate file, an invalid release URL), 1 any
 // other failure.
+//
+// The version it reports (--version, /v1/info, the Openctl-Agent-Version
+// header) is the module version the go command recorded in the binary:
+// the tag for "go install ...@v1.2.3", a VCS pseudo-version for a build
+// in a checkout, "dev" otherwise.
 //
 // Release builds are static: CGO_ENABLED=0 GOOS=linux GOARCH=amd64, arm64
 // or arm.
