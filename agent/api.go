@@ -1,10 +1,5 @@
 package agent
 
-import (
-	"context"
-	"io"
-)
-
 // InitSystem names the node's service manager.
 type InitSystem string
 
@@ -52,7 +47,8 @@ func (a ServiceAction) Valid() bool {
 	return a == Start || a == Stop || a == Restart
 }
 
-// Service states reported by [System.ServiceState].
+// Service states, in [Info.ServiceState] and [ServiceResult.ServiceState]
+// (reported by node.System.ServiceState).
 const (
 	StateActive   = "active"
 	StateInactive = "inactive"
@@ -69,35 +65,6 @@ type Facts struct {
 	Distro   string     `json:"distro"`   // PRETTY_NAME from /etc/os-release
 	Init     InitSystem `json:"init"`     // detected at start
 }
-
-// System is everything the agent does to its host. The real implementation
-// (HostSystem, in system.go) shells out to systemctl/journalctl or
-// rc-service/tail; tests use agenttest.System.
-//
-// Implementations must be safe for concurrent use: the server calls them
-// from concurrent requests.
-type System interface {
-	// Facts returns the host facts.
-	Facts(ctx context.Context) (Facts, error)
-	// Role reports which k3s service is installed.
-	Role(ctx context.Context) (Role, error)
-	// ServiceState returns "active", "inactive", "failed" or "unknown" for the k3s service of the role.
-	ServiceState(ctx context.Context) (string, error)
-	// Service runs start/stop/restart on the k3s service.
-	Service(ctx context.Context, action ServiceAction) error
-	// Logs writes the last n lines of the k3s service log to w, streaming.
-	Logs(ctx context.Context, n int, w io.Writer) error
-	// K3sBinary is the path of the installed k3s binary (usually /usr/local/bin/k3s).
-	K3sBinary() string
-	// K3sVersion runs the binary at path with --version and returns "vX.Y.Z+k3sN".
-	K3sVersion(ctx context.Context, path string) (string, error)
-}
-
-// Version is the agent's version, reported in /v1/info and in the
-// Openctl-Agent-Version header of every response, and the version a
-// [Client] expects to meet. Release builds set it with
-// -ldflags "-X github.com/openctl/openctl/agent.Version=v1.2.3".
-var Version = "dev"
 
 // DefaultPort is the agent's TCP port.
 const DefaultPort = 9443
@@ -119,11 +86,6 @@ const (
 	CapRollback = "upgrade-rollback" // a failed upgrade is rolled back
 )
 
-// capabilities is what this agent advertises.
-func capabilities() []string {
-	return []string{CapInfo, CapLogs, CapService, CapUpgrade, CapRollback}
-}
-
 // Info is the body of GET /v1/info: the host's facts (inlined) and the
 // state of k3s and of the agent.
 type Info struct {
@@ -135,7 +97,8 @@ type Info struct {
 	Role Role `json:"role"`
 	// ServiceState is "active", "inactive", "failed" or "unknown".
 	ServiceState string `json:"serviceState"`
-	// AgentVersion is the agent's [Version].
+	// AgentVersion is the version the agent reports (node.ServerConfig.Version;
+	// "" if it reports none).
 	AgentVersion string `json:"agentVersion"`
 	// Capabilities lists the endpoints and behaviours the agent supports.
 	Capabilities []string `json:"capabilities"`
@@ -185,8 +148,31 @@ type UpgradeResult struct {
 	ServiceState string `json:"serviceState,omitempty"`
 }
 
-// errorBody is the body of every error response.
-type errorBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+// MaxRequestBody is the largest request body an agent reads; a larger
+// one is refused with 413 and the code INVALID_REQUEST.
+const MaxRequestBody = 4 << 10
+
+// ErrorBody is the body of every error response: a code of package
+// errcode (for example "CONFLICT") and a message.
+type ErrorBody struct {
+	Code    string `json:"code"`    // an errcode.Code, such as "NOT_FOUND"
+	Message string `json:"message"` // what went wrong, for people
+}
+
+// HTTP header names of the agent protocol.
+const (
+	// HeaderAgentVersion carries the agent's Version on every response.
+	HeaderAgentVersion = "Openctl-Agent-Version"
+	// TrailerLogsError is a trailer of GET /v1/logs/k3s, set when the log
+	// stream failed after it had started ("CODE: message").
+	TrailerLogsError = "Openctl-Error"
+)
+
+// ServiceResult is the body of a successful POST /v1/service/k3s/{action}.
+type ServiceResult struct {
+	// Action is the action that ran.
+	Action ServiceAction `json:"action"`
+	// ServiceState is the k3s service state after it ("unknown" if it
+	// could not be read).
+	ServiceState string `json:"serviceState"`
 }

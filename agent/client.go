@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/openctl/openctl/agent/pki"
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
 )
 
@@ -51,9 +52,10 @@ type ClientConfig struct {
 	// Logger receives the version-skew warning and retry notes. Default:
 	// discard.
 	Logger *slog.Logger
-	// ExpectVersion is the agent version the client was built for; an
-	// agent reporting another one is used anyway, with a warning. Default
-	// Version.
+	// ExpectVersion is the agent version the client was built for,
+	// usually the controller's own build version; an agent reporting
+	// another one is used anyway, with a warning logged once. Empty: the
+	// agent's version is not compared.
 	ExpectVersion string
 	// Retries is how many times Info and Logs are retried while the agent
 	// refuses connections (it is starting). Default 5; negative: none.
@@ -115,9 +117,6 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.ExpectVersion == "" {
-		cfg.ExpectVersion = Version
 	}
 	if cfg.Retries == 0 {
 		cfg.Retries = defaultRetries
@@ -291,42 +290,58 @@ func (c *Client) Upgrade(ctx context.Context, version string) (*UpgradeResult, e
 }
 
 // do sends one request, retrying idempotent ones while the agent refuses
-// connections. A response with a status of 300 or more becomes an error
-// carrying the agent's error code.
+// connections (see retryPolicy). A response with a status of 300 or more
+// becomes an error carrying the agent's error code.
 func (c *Client) do(ctx context.Context, method, path string, body []byte, idempotent bool) (*http.Response, error) {
-	attempts := 1
-	if idempotent && c.cfg.Retries > 0 {
-		attempts += c.cfg.Retries
+	p := c.retryPolicy()
+	if !idempotent {
+		p.MaxAttempts = 1
 	}
-	wait := c.cfg.RetryBackoff
-	for i := 1; ; i++ {
+	p.OnRetry = func(attempt int, wait time.Duration, _ error) {
+		c.log.Debug("agent: not accepting connections yet, retrying", "agent", c.cfg.Address, "attempt", attempt, "wait", wait)
+	}
+	var (
+		resp    *http.Response
+		sendErr error // the last attempt's transport error, unclassified
+	)
+	_, err := backoff.Retry(ctx, p, func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
 		if err != nil {
-			return nil, c.callErr(method, path, errcode.Wrap(errcode.Invalid, "build request", err))
+			return c.callErr(method, path, errcode.Wrap(errcode.Invalid, "build request", err))
 		}
 		if body != nil {
 			req.Header.Set("Content-Type", "application/json")
 		}
-		resp, err := c.hc.Do(req)
-		if err == nil {
-			c.checkSkew(resp.Header.Get(HeaderAgentVersion))
-			if resp.StatusCode < 300 {
-				return resp, nil
-			}
-			return nil, c.responseErr(method, path, resp)
-		}
-		if i >= attempts || !errors.Is(err, syscall.ECONNREFUSED) || ctx.Err() != nil {
-			return nil, c.callErr(method, path, classify(ctx, err))
-		}
-		c.log.Debug("agent: not accepting connections yet, retrying", "agent", c.cfg.Address, "attempt", i, "wait", wait)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, c.callErr(method, path, classify(ctx, err))
-		case <-t.C:
-		}
-		wait = min(2*wait, maxRetryBackoff)
+		resp, sendErr = c.hc.Do(req)
+		return sendErr
+	})
+	if sendErr != nil {
+		// Out of attempts, not retryable, or ctx ended while waiting: the
+		// caller gets the last transport error, classified against ctx as
+		// it is now (a caller's cancellation is not coded Transient).
+		return nil, c.callErr(method, path, classify(ctx, sendErr))
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.checkSkew(resp.Header.Get(HeaderAgentVersion))
+	if resp.StatusCode >= 300 {
+		return nil, c.responseErr(method, path, resp)
+	}
+	return resp, nil
+}
+
+// retryPolicy is how idempotent calls wait for an agent that refuses
+// connections: Retries more attempts, RetryBackoff doubling up to
+// maxRetryBackoff, no jitter (one controller per agent), and nothing but a
+// refused connection retried.
+func (c *Client) retryPolicy() backoff.Policy {
+	return backoff.Policy{
+		Initial:     c.cfg.RetryBackoff,
+		Max:         maxRetryBackoff,
+		Multiplier:  2,
+		MaxAttempts: 1 + max(c.cfg.Retries, 0),
+		Retryable:   func(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) },
 	}
 }
 
@@ -352,7 +367,7 @@ func classify(ctx context.Context, err error) error {
 func (c *Client) responseErr(method, path string, resp *http.Response) error {
 	defer drainClose(resp.Body)
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-	var eb errorBody
+	var eb ErrorBody
 	code := statusCode(resp.StatusCode)
 	msg := resp.Status
 	if json.Unmarshal(data, &eb) == nil && eb.Message != "" {
@@ -392,9 +407,14 @@ func (c *Client) callErr(method, path string, err error) error {
 // checkSkew logs, once per client, that the agent's version differs from
 // the one the client expects. It never refuses the agent.
 func (c *Client) checkSkew(agentVersion string) {
-	if agentVersion == "" || agentVersion == c.cfg.ExpectVersion || c.warned.Swap(true) {
+	if agentVersion == "" || c.cfg.ExpectVersion == "" || agentVersion == c.cfg.ExpectVersion || c.warned.Swap(true) {
 		return
 	}
 	c.log.Warn("agent: version skew: the agent runs another version than this client expects; continuing",
 		"agent", c.cfg.Address, "agentVersion", agentVersion, "clientVersion", c.cfg.ExpectVersion)
 }
+
+// ErrRolledBack is returned by [Client.Upgrade], together with the
+// result, when the new k3s binary failed the health gate and the agent
+// restored the previous one. Check it with errors.Is.
+var ErrRolledBack = errors.New("agent: upgrade rolled back")

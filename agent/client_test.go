@@ -131,16 +131,20 @@ func TestClientVersionSkewWarns(t *testing.T) {
 	warnings := buf.withMsg(t, "agent: version skew: the agent runs another version than this client expects; continuing")
 	require.Len(t, warnings, 1, "warned once per client")
 	assert.Equal(t, "WARN", warnings[0]["level"])
-	assert.Equal(t, agent.Version, warnings[0]["agentVersion"])
+	assert.Equal(t, agenttest.AgentVersion, warnings[0]["agentVersion"])
 	assert.Equal(t, "v0.0.1-older", warnings[0]["clientVersion"])
 	assert.Equal(t, env.Addr, warnings[0]["agent"])
 
-	// Same version: no warning.
-	log2, buf2 := newLogger(slog.LevelDebug)
-	c = env.NewClient(t, func(c *agent.ClientConfig) { c.Logger = log2 })
-	_, err := c.Info(t.Context())
-	require.NoError(t, err)
-	assert.Empty(t, buf2.records(t))
+	// Same version, or no version expected: no warning.
+	for name, expect := range map[string]string{"same": agenttest.AgentVersion, "none": ""} {
+		t.Run(name, func(t *testing.T) {
+			log, buf := newLogger(slog.LevelDebug)
+			c := env.NewClient(t, func(c *agent.ClientConfig) { c.Logger, c.ExpectVersion = log, expect })
+			_, err := c.Info(t.Context())
+			require.NoError(t, err)
+			assert.Empty(t, buf.records(t))
+		})
+	}
 }
 
 func TestNewClientErrors(t *testing.T) {
@@ -189,4 +193,13 @@ func TestClientConcurrentUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// numbered returns n numbered log lines.
+func numbered(n int) []string {
+	lines := make([]string, n)
+	for i := range lines {
+		lines[i] = fmt.Sprintf("line %05d: k3s did something", i+1)
+	}
+	return lines
 }

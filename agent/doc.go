@@ -1,9 +1,13 @@
-// Package agent is openctl's per-node agent for k3s clusters: a small
-// HTTPS server, reached over mutual TLS with a per-cluster CA, that does
-// the day-2 host operations the Kubernetes API cannot (service state and
-// control, the k3s log, the k3s binary) without an SSH handshake per call
-// and without needing a healthy API server; and the [Client] the
-// controller uses to call it.
+// Package agent is the controller's side of openctl's per-node agent for
+// k3s clusters. The agent is a small HTTPS server on every node, reached
+// over mutual TLS with a per-cluster CA, that does the day-2 host
+// operations the Kubernetes API cannot (service state and control, the k3s
+// log, the k3s binary) without an SSH handshake per call and without
+// needing a healthy API server. This package holds what a controller (the
+// K3s provider) needs: the [Client], the wire types the client and the
+// server share ([Info], [UpgradeResult], [ErrorBody] and the constants of
+// the protocol) and the install helpers ([InstallFiles], [SystemdUnit],
+// [OpenRCScript], [EnableCommands]) that put the agent on a node.
 //
 //	c, err := agent.NewClient(agent.ClientConfig{
 //		Address:  "192.168.1.50:9443",
@@ -14,10 +18,21 @@
 //	err = c.Restart(ctx)
 //	res, err := c.Upgrade(ctx, "v1.31.2+k3s1")   // errors.Is(err, agent.ErrRolledBack) if rolled back
 //
-// The node side is [NewServer] with a [System], the host abstraction:
-// HostSystem drives systemd (systemctl, journalctl) or OpenRC
-// (rc-service, the log file) and the k3s binary; agenttest.System is an
-// in-memory fake for tests.
+// The node side, the server itself, is package agent/node: node.NewServer
+// with a node.System, the host abstraction (node.HostSystem drives systemd
+// or OpenRC and the k3s binary; agenttest.System is a fake for tests). It
+// is a separate package so that importing this one does not compile the
+// server, the host code or the upgrader into the controller.
+// cmd/openctl-agent is the binary.
+//
+// # Versions
+//
+// There is no global version. The server reports the version it is
+// given (node.ServerConfig.Version; cmd/openctl-agent passes its build
+// version) in /v1/info and in the Openctl-Agent-Version header of every
+// response; a client compares it with [ClientConfig.ExpectVersion] and,
+// when they differ, logs a warning once and carries on, because a fleet
+// being upgraded has mixed versions for a while.
 //
 // # Endpoints
 //
@@ -30,10 +45,9 @@
 // the codes of package errcode; the client turns them back into
 // *errcode.Error values, so errors.Is(err, errcode.Conflict) works on the
 // controller. A log stream that fails after it has started reports the
-// failure in the Openctl-Error trailer. Every response carries the
-// agent's [Version] in the Openctl-Agent-Version header; a client that
-// expects another version logs a warning once and carries on, because a
-// fleet being upgraded has mixed versions for a while.
+// failure in the Openctl-Error trailer ([TrailerLogsError]). Every
+// response carries the agent's version in the [HeaderAgentVersion]
+// header.
 //
 // Service actions and upgrades are serialised: while one runs, another
 // gets 409 CONFLICT. Neither is abandoned halfway when the client goes
@@ -46,8 +60,8 @@
 // the ClientAuth extended key usage, so a node's server certificate,
 // which carries ServerAuth only, cannot be replayed as a client. The
 // bundle may hold two CAs during a rotation (see package agent/pki);
-// Server.Reload swaps credentials without a restart, and every request,
-// also on a connection opened before, is checked against the current
+// node.Server.Reload swaps credentials without a restart, and every
+// request, also on a connection opened before, is checked against the current
 // bundle, so a dropped CA is refused at once. The client trusts
 // only the bundle too and checks the agent's name or IP against its
 // certificate.
@@ -74,8 +88,8 @@
 // POST /v1/upgrade/k3s checks the version against
 // ^v[0-9]+\.[0-9]+\.[0-9]+\+k3s[0-9]+$ before it is used anywhere
 // ([ValidateK3sVersion]). It then downloads sha256sum-<arch>.txt and the
-// binary (k3s, k3s-arm64 or k3s-armhf) from
-// <ReleaseURL>/<version>/ within DownloadTimeout, verifies the binary's
+// binary (k3s, k3s-arm64 or k3s-armhf) from <ReleaseURL>/<version>/
+// within DownloadTimeout (both node.ServerConfig), verifies the binary's
 // SHA-256, writes it beside the installed one (same directory, mode 0755,
 // synced), keeps the installed one as <binary>.previous and renames the
 // new one over it. k3s is restarted and a health gate waits, within

@@ -309,7 +309,7 @@ func (r *Registry) Kinds() []KindRef {
 
 // ResolveKind finds a kind by the names a CLI accepts: the kind itself
 // (case-insensitive), its plural or a short name, optionally qualified by
-// provider as "vm.proxmox". An unknown name is an Invalid error; a name
+// provider as "vm.proxmox" (KIND.PROVIDER). An unknown name is an Invalid error; a name
 // two providers share is an Invalid error asking for the qualified form.
 func (r *Registry) ResolveKind(name string) (KindRef, error) {
 	want, provider, _ := strings.Cut(strings.ToLower(name), ".")

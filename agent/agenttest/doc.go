@@ -1,7 +1,8 @@
-// Package agenttest provides test doubles for package agent: a fake host
-// ([System]) whose k3s binary is a file in a temporary directory, a fake
-// k3s release server ([ReleaseServer]) and [Start], which runs a real
-// agent server over mutual TLS on loopback with a client for it.
+// Package agenttest provides test doubles for packages agent and
+// agent/node: a fake host ([System], a node.System) whose k3s binary is a
+// file in a temporary directory, a fake k3s release server
+// ([ReleaseServer]) and [Start], which runs a real agent server
+// (node.Server) over mutual TLS on loopback with an agent.Client for it.
 //
 //	env := agenttest.Start(t, agenttest.Options{})
 //	info, err := env.Client.Info(ctx)       // over mTLS, against env.System

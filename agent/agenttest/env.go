@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/openctl/openctl/agent"
+	"github.com/openctl/openctl/agent/node"
 	"github.com/openctl/openctl/agent/pki"
 )
 
@@ -17,11 +18,18 @@ import (
 // other SANs are 127.0.0.1 and ::1).
 const NodeName = "node-1"
 
+// AgentVersion is the version an Env's agent reports and its client
+// expects, unless Options.Version says otherwise.
+const AgentVersion = "v0.0.0-agenttest"
+
 // Options configure Start. The zero value starts an agent on a fresh
 // NewSystem with short timeouts.
 type Options struct {
 	// System is the fake host. Default NewSystem(tb).
 	System *System
+	// Version is the version the agent reports and the Env's clients
+	// expect. Default AgentVersion.
+	Version string
 	// ReleaseURL is where upgrades download from (see ReleaseServer).
 	ReleaseURL string
 	// HealthTimeout and DownloadTimeout of the server. Defaults 2s and 5s.
@@ -44,7 +52,7 @@ type Env struct {
 	ServerLeaf *pki.Leaf     // node certificate: NodeName, 127.0.0.1, ::1
 	ClientLeaf *pki.Leaf     // controller certificate
 	System     *System       // the fake host
-	Server     *agent.Server // the agent
+	Server     *node.Server  // the agent
 	Addr       string        // host:port of the agent
 	Client     *agent.Client // a client of the agent with ClientLeaf
 	opts       Options
@@ -56,6 +64,9 @@ func Start(tb testing.TB, opts Options) *Env {
 	tb.Helper()
 	if opts.System == nil {
 		opts.System = NewSystem(tb)
+	}
+	if opts.Version == "" {
+		opts.Version = AgentVersion
 	}
 	if opts.HealthTimeout == 0 {
 		opts.HealthTimeout = 2 * time.Second
@@ -82,13 +93,14 @@ func Start(tb testing.TB, opts Options) *Env {
 }
 
 // ServerConfig returns the configuration of the Env's server.
-func (e *Env) ServerConfig() agent.ServerConfig {
+func (e *Env) ServerConfig() node.ServerConfig {
 	key, _ := e.ServerLeaf.KeyPEM()
-	return agent.ServerConfig{
+	return node.ServerConfig{
 		CABundle:        e.Bundle.PEM(),
 		CertPEM:         e.ServerLeaf.CertPEM(),
 		KeyPEM:          key,
 		System:          e.System,
+		Version:         e.opts.Version,
 		ReleaseURL:      e.opts.ReleaseURL,
 		Logger:          e.opts.Logger,
 		HealthTimeout:   e.opts.HealthTimeout,
@@ -103,11 +115,12 @@ func (e *Env) ServerConfig() agent.ServerConfig {
 func (e *Env) ClientConfig() agent.ClientConfig {
 	key, _ := e.ClientLeaf.KeyPEM()
 	return agent.ClientConfig{
-		Address:  e.Addr,
-		CABundle: e.Bundle.PEM(),
-		CertPEM:  e.ClientLeaf.CertPEM(),
-		KeyPEM:   key,
-		Logger:   e.opts.ClientLogger,
+		Address:       e.Addr,
+		CABundle:      e.Bundle.PEM(),
+		CertPEM:       e.ClientLeaf.CertPEM(),
+		KeyPEM:        key,
+		Logger:        e.opts.ClientLogger,
+		ExpectVersion: e.opts.Version,
 	}
 }
 
@@ -130,9 +143,9 @@ func (e *Env) NewClient(tb testing.TB, edit func(*agent.ClientConfig)) *agent.Cl
 // "127.0.0.1:0") and returns it with its address. It is shut down when tb
 // ends, and tb fails if Serve returned another error than
 // http.ErrServerClosed.
-func ServeOn(tb testing.TB, addr string, cfg agent.ServerConfig) (*agent.Server, string) {
+func ServeOn(tb testing.TB, addr string, cfg node.ServerConfig) (*node.Server, string) {
 	tb.Helper()
-	srv, err := agent.NewServer(cfg)
+	srv, err := node.NewServer(cfg)
 	must(tb, err)
 	ln, err := net.Listen("tcp", addr)
 	must(tb, err)

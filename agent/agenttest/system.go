@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/openctl/openctl/agent"
+	"github.com/openctl/openctl/agent/node"
 )
 
 // DefaultVersion is the k3s version a new System has installed.
@@ -27,7 +28,7 @@ func FakeBinary(version string) []byte {
 	return []byte("#!/bin/sh\necho 'k3s version " + version + " (fake)'\necho 'go version go1.22.0'\n")
 }
 
-// System is a fake agent.System. Its k3s binary is a real file in a
+// System is a fake node.System. Its k3s binary is a real file in a
 // temporary directory (so an upgrade's swap can be observed), its version
 // is read back from that file, and its service is a small state machine:
 // Start and Restart make it active unless the installed version was
@@ -48,7 +49,7 @@ type System struct {
 	actions    []agent.ServiceAction
 }
 
-var _ agent.System = (*System)(nil)
+var _ node.System = (*System)(nil)
 
 // NewSystem returns a fake host: a k3s server of DefaultVersion, active,
 // on "node-1" (linux/amd64, systemd), with a binary in a temporary

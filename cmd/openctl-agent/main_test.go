@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/openctl/openctl/agent"
+	"github.com/openctl/openctl/agent/node"
 	"github.com/openctl/openctl/agent/pki"
 )
 
@@ -32,12 +33,15 @@ import (
 // instead of the host's services.
 func TestMain(m *testing.M) {
 	if os.Getenv("OPENCTL_AGENT_TEST_MAIN") == "1" {
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, fakeSystemFactory))
+		os.Exit(run(context.Background(), testVersion, os.Args[1:], os.Stdout, os.Stderr, fakeSystemFactory))
 	}
 	os.Exit(m.Run())
 }
 
-func fakeSystemFactory() (agent.System, error) { return fakeSystem{}, nil }
+// testVersion is the version the agent under test reports.
+const testVersion = "v0.0.0-test"
+
+func fakeSystemFactory() (node.System, error) { return fakeSystem{}, nil }
 
 // fakeSystem is a host with k3s v1.30.2+k3s1 running as a server.
 type fakeSystem struct{}
@@ -154,7 +158,7 @@ func startAgent(t *testing.T, args ...string) *agentProc {
 	}
 	require.NoError(t, json.Unmarshal([]byte(line), &entry), line)
 	require.NotEmpty(t, entry.Addr)
-	assert.Equal(t, agent.Version, entry.Version)
+	assert.Equal(t, testVersion, entry.Version)
 	p.addr = entry.Addr
 	return p
 }
@@ -234,7 +238,7 @@ func TestServeAndStop(t *testing.T) {
 			assert.Equal(t, agent.RoleServer, info.Role)
 			assert.Equal(t, "v1.30.2+k3s1", info.K3sVersion)
 			assert.Equal(t, agent.StateActive, info.ServiceState)
-			assert.Equal(t, agent.Version, info.AgentVersion)
+			assert.Equal(t, testVersion, info.AgentVersion)
 
 			_, err = getInfo(c.httpClient(false), p.addr)
 			require.Error(t, err, "a client without a certificate is refused")
@@ -294,7 +298,7 @@ func TestRunFailures(t *testing.T) {
 	tests := []struct {
 		name       string
 		args       []string
-		system     func() (agent.System, error)
+		system     func() (node.System, error)
 		wantStatus int
 		wantStderr []string
 	}{
@@ -306,7 +310,7 @@ func TestRunFailures(t *testing.T) {
 		{"invalid release URL", args("--release-url", "ftp://example.com/k3s"), nil, 2, []string{"release URL"}},
 		{"unknown flag", args("--nope"), nil, 2, []string{"flag provided but not defined: -nope", "Usage of openctl-agent"}},
 		{"unexpected argument", args("serve"), nil, 2, []string{`unexpected argument "serve"`}},
-		{"no init system", args(), func() (agent.System, error) { return nil, agent.ErrNoInit }, 1, []string{"no supported init system"}},
+		{"no init system", args(), func() (node.System, error) { return nil, node.ErrNoInit }, 1, []string{"no supported init system"}},
 		{"address in use", args("--listen", busy.Addr().String()), nil, 1, []string{"cannot listen", "address already in use"}},
 	}
 	for _, tt := range tests {
@@ -316,7 +320,7 @@ func TestRunFailures(t *testing.T) {
 				sys = fakeSystemFactory
 			}
 			var stdout, stderr bytes.Buffer
-			got := run(t.Context(), tt.args, &stdout, &stderr, sys)
+			got := run(t.Context(), testVersion, tt.args, &stdout, &stderr, sys)
 			assert.Equal(t, tt.wantStatus, got, stderr.String())
 			for _, s := range tt.wantStderr {
 				assert.Contains(t, stderr.String(), s)
@@ -328,12 +332,12 @@ func TestRunFailures(t *testing.T) {
 
 func TestRunVersionAndHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	assert.Equal(t, 0, run(t.Context(), []string{"--version"}, &stdout, &stderr, nil))
-	assert.Equal(t, agent.Version+"\n", stdout.String())
+	assert.Equal(t, 0, run(t.Context(), testVersion, []string{"--version"}, &stdout, &stderr, nil))
+	assert.Equal(t, testVersion+"\n", stdout.String())
 	assert.Empty(t, stderr.String())
 
 	stdout.Reset()
-	assert.Equal(t, 0, run(t.Context(), []string{"--help"}, &stdout, &stderr, nil))
+	assert.Equal(t, 0, run(t.Context(), testVersion, []string{"--help"}, &stdout, &stderr, nil))
 	for _, f := range []string{"-listen", "-ca", "-cert", "-key", "-release-url", "-version", "/etc/openctl-agent/server.key", `":9443"`} {
 		assert.Contains(t, stderr.String(), f)
 	}
@@ -347,13 +351,9 @@ func TestRunStopsWithContext(t *testing.T) {
 	var stderr syncBuffer
 	status := make(chan int, 1)
 	go func() {
-		status <- run(ctx, append(c.args(), "--listen", "127.0.0.1:0"), io.Discard, &stderr, fakeSystemFactory)
+		status <- run(ctx, testVersion, append(c.args(), "--listen", "127.0.0.1:0"), io.Discard, &stderr, fakeSystemFactory)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(stderr.String(), "openctl-agent: serving") {
-		require.True(t, time.Now().Before(deadline), "not serving: %s", stderr.String())
-		time.Sleep(10 * time.Millisecond)
-	}
+	stderr.waitFor(t, "openctl-agent: serving", 30*time.Second)
 	cancel()
 	select {
 	case s := <-status:
@@ -363,19 +363,50 @@ func TestRunStopsWithContext(t *testing.T) {
 	}
 }
 
+// syncBuffer is a concurrency-safe buffer that signals every write, so a
+// test can wait for a line without polling on a timer.
 type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
+	mu      sync.Mutex // guards b
+	b       bytes.Buffer
+	written chan struct{} // receives (without blocking the writer) after each write
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.b.Write(p)
+	if s.written == nil {
+		s.written = make(chan struct{}, 1)
+	}
+	n, err := s.b.Write(p)
+	select {
+	case s.written <- struct{}{}:
+	default: // a signal is already pending
+	}
+	return n, err
 }
 
 func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// waitFor waits until the buffer contains substr, failing t after timeout.
+func (s *syncBuffer) waitFor(t *testing.T, substr string, timeout time.Duration) {
+	t.Helper()
+	s.mu.Lock()
+	if s.written == nil {
+		s.written = make(chan struct{}, 1)
+	}
+	written := s.written
+	s.mu.Unlock()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for !strings.Contains(s.String(), substr) {
+		select {
+		case <-written:
+		case <-deadline.C:
+			t.Fatalf("%q not written within %v: %s", substr, timeout, s.String())
+		}
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/openctl/openctl/agent"
+	"github.com/openctl/openctl/agent/node"
 	"github.com/openctl/openctl/agent/pki"
 	"github.com/openctl/openctl/errcode"
 )
@@ -37,9 +38,11 @@ type config struct {
 }
 
 // run is the whole program: it parses args, serves until ctx is done or a
-// SIGINT or SIGTERM arrives, and returns the exit status. newSystem builds
-// the System the agent drives (tests pass a fake).
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, newSystem func() (agent.System, error)) int {
+// SIGINT or SIGTERM arrives, and returns the exit status. version is the
+// agent's version (--version, /v1/info and every response's
+// Openctl-Agent-Version header); newSystem builds the System the agent
+// drives (tests pass a fake).
+func run(ctx context.Context, version string, args []string, stdout, stderr io.Writer, newSystem func() (node.System, error)) int {
 	var c config
 	fs := flag.NewFlagSet("openctl-agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -47,8 +50,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, newSystem
 	fs.StringVar(&c.ca, "ca", filepath.Join(agent.DefaultConfigDir, pki.CACertFile), "PEM bundle of the CAs whose client certificates are accepted")
 	fs.StringVar(&c.cert, "cert", filepath.Join(agent.DefaultConfigDir, pki.ServerCertFile), "PEM server certificate")
 	fs.StringVar(&c.key, "key", filepath.Join(agent.DefaultConfigDir, pki.ServerKeyFile), "PEM server private key")
-	fs.StringVar(&c.releaseURL, "release-url", agent.DefaultReleaseURL, "base URL k3s releases are downloaded from")
-	version := fs.Bool("version", false, "print the agent version and exit")
+	fs.StringVar(&c.releaseURL, "release-url", node.DefaultReleaseURL, "base URL k3s releases are downloaded from")
+	printVersion := fs.Bool("version", false, "print the agent version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -60,8 +63,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, newSystem
 		fs.Usage()
 		return exitUsage
 	}
-	if *version {
-		fmt.Fprintln(stdout, agent.Version)
+	if *printVersion {
+		fmt.Fprintln(stdout, version)
 		return exitOK
 	}
 
@@ -78,11 +81,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, newSystem
 	if err != nil {
 		return fail(exitFailure, "openctl-agent: cannot inspect the host", err)
 	}
-	srv, err := agent.NewServer(agent.ServerConfig{
+	srv, err := node.NewServer(node.ServerConfig{
 		CABundle:   ca,
 		CertPEM:    cert,
 		KeyPEM:     key,
 		System:     sys,
+		Version:    version,
 		ReleaseURL: c.releaseURL,
 		Logger:     log,
 	})
@@ -106,7 +110,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, newSystem
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	attrs := []any{"addr", ln.Addr().String(), "version", agent.Version}
+	attrs := []any{"addr", ln.Addr().String(), "version", version}
 	if s, ok := sys.(interface{ Init() agent.InitSystem }); ok {
 		attrs = append(attrs, "init", s.Init())
 	}
@@ -154,7 +158,7 @@ func (c config) readCredentials() (ca, cert, key []byte, err error) {
 }
 
 // reload re-reads the credentials into srv.
-func (c config) reload(srv *agent.Server) error {
+func (c config) reload(srv *node.Server) error {
 	ca, cert, key, err := c.readCredentials()
 	if err != nil {
 		return err

@@ -1,10 +1,12 @@
-package agent_test
+package node_test
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,12 +14,121 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/openctl/openctl/agent"
 	"github.com/openctl/openctl/agent/agenttest"
+	"github.com/openctl/openctl/agent/node"
+	"github.com/openctl/openctl/errcode"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
+
+func TestLogsLinesOutOfRange(t *testing.T) {
+	env := agenttest.Start(t, agenttest.Options{})
+	for _, q := range []string{"lines=0", "lines=5001", "lines=-1", "lines=abc", "lines=", "lines=%2B5", "lines=1e3",
+		"lines=99999999999999999999", "lines=1&lines=2", "lines=1;x", "other=1", "lines=%zz"} {
+		t.Run(q, func(t *testing.T) {
+			_, ae, _ := call(t, env, http.MethodGet, "/v1/logs/k3s?"+q, "")
+			assert.Equal(t, http.StatusBadRequest, ae.Status)
+			assert.Equal(t, string(errcode.Invalid), ae.Code)
+		})
+	}
+	for _, n := range []int{-1, 5001} {
+		err := env.Client.Logs(t.Context(), n, io.Discard)
+		assert.True(t, errcode.Is(err, errcode.Invalid), "client checks %d: %v", n, err)
+	}
+}
+
+func numbered(n int) []string {
+	lines := make([]string, n)
+	for i := range lines {
+		lines[i] = fmt.Sprintf("line %05d: k3s did something", i+1)
+	}
+	return lines
+}
+
+func TestLogsFiveThousandLinesWhole(t *testing.T) {
+	env := agenttest.Start(t, agenttest.Options{})
+	all := numbered(6000)
+	env.System.SetLogs(all)
+	var buf bytes.Buffer
+	require.NoError(t, env.Client.Logs(t.Context(), 5000, &buf))
+	want := strings.Join(all[1000:], "\n") + "\n"
+	require.Equal(t, len(want), buf.Len())
+	require.Equal(t, want, buf.String(), "whole and in order")
+
+	buf.Reset()
+	require.NoError(t, env.Client.Logs(t.Context(), 0, &buf))
+	assert.Equal(t, agent.DefaultLogLines, strings.Count(buf.String(), "\n"), "default")
+	assert.True(t, strings.HasPrefix(buf.String(), all[5900]))
+
+	resp, _, body := call(t, env, http.MethodGet, "/v1/logs/k3s?lines=3", "")
+	assert.Equal(t, "text/plain; charset=utf-8", resp.Header.Get("Content-Type"))
+	assert.Equal(t, strings.Join(all[5997:], "\n")+"\n", string(body))
+}
+
+// gatedLogs writes one line, then waits until the test has read it before
+// writing the rest: the first line can only arrive if the server streams.
+type gatedLogs struct {
+	*agenttest.System
+	gate chan struct{}
+}
+
+func (g gatedLogs) Logs(ctx context.Context, n int, w io.Writer) error {
+	if _, err := io.WriteString(w, "first\n"); err != nil {
+		return err
+	}
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(10 * time.Second):
+		return errors.New("first line never read: the response is not streamed")
+	}
+	_, err := io.WriteString(w, "second\n")
+	return err
+}
+
+func TestLogsStreamed(t *testing.T) {
+	env := agenttest.Start(t, agenttest.Options{})
+	cfg := env.ServerConfig()
+	gate := make(chan struct{})
+	cfg.System = gatedLogs{System: env.System, gate: gate}
+	_, addr := agenttest.ServeOn(t, "127.0.0.1:0", cfg)
+	c := env.NewClient(t, func(c *agent.ClientConfig) { c.Address = addr })
+
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- c.Logs(t.Context(), 10, pw); pw.Close() }()
+	first := make([]byte, len("first\n"))
+	_, err := io.ReadFull(pr, first)
+	require.NoError(t, err)
+	assert.Equal(t, "first\n", string(first))
+	close(gate)
+	rest, err := io.ReadAll(pr)
+	require.NoError(t, err)
+	assert.Equal(t, "second\n", string(rest))
+	require.NoError(t, <-done)
+}
+
+func TestLogsFailure(t *testing.T) {
+	env := agenttest.Start(t, agenttest.Options{})
+	// Before anything was written: an ordinary error response.
+	env.System.SetLogs(nil)
+	env.System.FailLogs(errcode.New(errcode.Transient, "journalctl: busy"))
+	err := env.Client.Logs(t.Context(), 10, io.Discard)
+	require.Error(t, err)
+	assert.True(t, errcode.Is(err, errcode.Transient), "%v", err)
+
+	// After the stream started: the Openctl-Error trailer.
+	env.System.SetLogs(numbered(20))
+	env.System.FailLogs(errors.New("journalctl: killed"))
+	var buf bytes.Buffer
+	err = env.Client.Logs(t.Context(), 10, &buf)
+	require.Error(t, err)
+	assert.True(t, errcode.Is(err, errcode.Internal), "%v", err)
+	assert.Contains(t, err.Error(), "journalctl: killed")
+	assert.Equal(t, 10, strings.Count(buf.String(), "\n"), "the lines that were sent are kept")
+}
 
 // endlessJournal is a Runner whose journalctl never ends on its own: it
 // writes numbered lines until its context is done or a write fails, then
@@ -50,13 +161,13 @@ func (j *endlessJournal) Stream(ctx context.Context, w io.Writer, name string, a
 
 // hostWithK3s is a HostSystem on systemd, with a k3s server unit, over
 // runner.
-func hostWithK3s(t *testing.T, runner agent.Runner) *agent.HostSystem {
+func hostWithK3s(t *testing.T, runner node.Runner) *node.HostSystem {
 	t.Helper()
 	root := t.TempDir()
 	unit := filepath.Join(root, "etc/systemd/system/k3s.service")
 	require.NoError(t, os.MkdirAll(filepath.Dir(unit), 0o755))
 	require.NoError(t, os.WriteFile(unit, []byte("[Service]\n"), 0o644))
-	h, err := agent.NewHostSystem(agent.HostOptions{Root: root, Init: agent.Systemd, Runner: runner})
+	h, err := node.NewHostSystem(node.HostOptions{Root: root, Init: agent.Systemd, Runner: runner})
 	require.NoError(t, err)
 	return h
 }
@@ -80,7 +191,7 @@ func (c *cancelAfter) Write(p []byte) (int, error) {
 // A journald stream the client abandons mid-way stops on the node (the
 // journalctl process is not left writing into a dead connection), and the
 // request still leaves its audit line.
-func TestReviewJournalStreamCanceledByClient(t *testing.T) {
+func TestJournalStreamCanceledByClient(t *testing.T) {
 	log, buf := newLogger(-8)
 	env := agenttest.Start(t, agenttest.Options{})
 	j := &endlessJournal{stopped: make(chan error, 1)}
@@ -114,7 +225,7 @@ func TestReviewJournalStreamCanceledByClient(t *testing.T) {
 // Log lines are passed through byte for byte: lines that start with "+",
 // "-", white space or are empty, CRLF endings, and exactly MaxLogLines
 // lines.
-func TestReviewLogsOddLinesWhole(t *testing.T) {
+func TestLogsOddLinesWhole(t *testing.T) {
 	env := agenttest.Start(t, agenttest.Options{})
 	odd := []string{"+k3s flag", " leading space", "\tleading tab", "", "-dash", "trailing space ", "crlf\r", "  ", "+", "é ünïcode ✓", "100%s %d"}
 	all := make([]string, 0, agent.MaxLogLines+10)
@@ -131,7 +242,7 @@ func TestReviewLogsOddLinesWhole(t *testing.T) {
 // The OpenRC log file path: the last MaxLogLines lines of a file with odd
 // lines (empty, white space, "+", CRLF) and no final newline, across
 // several of tailLines' 64 KiB blocks, arrive whole and in order.
-func TestReviewOpenRCLogFileOddLines(t *testing.T) {
+func TestOpenRCLogFileOddLines(t *testing.T) {
 	root := t.TempDir()
 	for p, content := range map[string]string{"etc/init.d/k3s": "#!/sbin/openrc-run\n", "run/openrc/softlevel": ""} {
 		require.NoError(t, os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755))
@@ -149,7 +260,7 @@ func TestReviewOpenRCLogFileOddLines(t *testing.T) {
 	require.Greater(t, len(file), 3*(64<<10))
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "var/log"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "var/log/k3s.log"), []byte(file), 0o644))
-	h, err := agent.NewHostSystem(agent.HostOptions{Root: root, Runner: &endlessJournal{stopped: make(chan error, 1)}})
+	h, err := node.NewHostSystem(node.HostOptions{Root: root, Runner: &endlessJournal{stopped: make(chan error, 1)}})
 	require.NoError(t, err)
 	require.Equal(t, agent.OpenRC, h.Init())
 
@@ -169,7 +280,7 @@ func TestReviewOpenRCLogFileOddLines(t *testing.T) {
 // The lines parameter takes ASCII digits only: Unicode digits, a sign
 // ("+" in a query is a space) and white space are refused; 5000 exactly
 // is accepted.
-func TestReviewLogsLinesParameter(t *testing.T) {
+func TestLogsLinesParameter(t *testing.T) {
 	env := agenttest.Start(t, agenttest.Options{})
 	env.System.SetLogs(make([]string, agent.MaxLogLines+1))
 	for _, q := range []string{"lines=５", "lines=%EF%BC%95", "lines=١٠٠", "lines=+5", "lines=%2B5", "lines=%205",
@@ -185,7 +296,7 @@ func TestReviewLogsLinesParameter(t *testing.T) {
 // realJournal stands a real, endless process in for journalctl through
 // ExecRunner, and reports when Stream returns (the process is gone).
 type realJournal struct {
-	agent.ExecRunner
+	node.ExecRunner
 	done chan error
 }
 
@@ -197,7 +308,7 @@ func (r realJournal) Stream(ctx context.Context, w io.Writer, name string, args 
 
 // The same with a real process: when the client abandons the stream, the
 // process producing it is killed rather than left running.
-func TestReviewJournalProcessKilledWhenClientCancels(t *testing.T) {
+func TestJournalProcessKilledWhenClientCancels(t *testing.T) {
 	if _, err := os.Stat("/bin/sh"); err != nil {
 		t.Skip("no /bin/sh")
 	}
@@ -217,4 +328,38 @@ func TestReviewJournalProcessKilledWhenClientCancels(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the log process kept running after the client went away")
 	}
+}
+
+// slowLogs writes a line, waits past the server's write timeout, and
+// writes another. The pause is the behaviour under test (a stream that
+// outlasts the write timeout), not a synchronisation.
+type slowLogs struct {
+	*agenttest.System
+	pause time.Duration
+}
+
+func (s slowLogs) Logs(ctx context.Context, n int, w io.Writer) error {
+	if _, err := io.WriteString(w, "first\n"); err != nil {
+		return err
+	}
+	select {
+	case <-time.After(s.pause):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	_, err := io.WriteString(w, "second\n")
+	return err
+}
+
+// A log stream that outlasts the server's write timeout arrives whole.
+func TestLogsOutlastWriteTimeout(t *testing.T) {
+	env := agenttest.Start(t, agenttest.Options{})
+	const timeout = 150 * time.Millisecond
+	cfg := env.ServerConfig()
+	cfg.System = slowLogs{System: env.System, pause: 3 * timeout}
+	addr := serveShort(t, cfg, timeout)
+	c := env.NewClient(t, func(c *agent.ClientConfig) { c.Address = addr })
+	var sb strings.Builder
+	require.NoError(t, c.Logs(t.Context(), 10, &sb))
+	assert.Equal(t, "first\nsecond\n", sb.String())
 }

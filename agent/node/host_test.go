@@ -1,4 +1,4 @@
-package agent
+package node
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/openctl/openctl/agent"
 	"github.com/openctl/openctl/errcode"
 )
 
@@ -89,18 +90,18 @@ func sysMkdir(t *testing.T, root, p string) {
 
 // sysHost returns a HostSystem over a fresh temporary root prepared for
 // init, with k3s installed in role (the unit file or init script present).
-func sysHost(t *testing.T, init InitSystem, role Role, r *sysRunner) (*HostSystem, string) {
+func sysHost(t *testing.T, init agent.InitSystem, role agent.Role, r *sysRunner) (*HostSystem, string) {
 	t.Helper()
 	root := t.TempDir()
 	switch init {
-	case Systemd:
+	case agent.Systemd:
 		sysMkdir(t, root, "/run/systemd/system")
-		if role != RoleNone {
+		if role != agent.RoleNone {
 			sysWrite(t, root, "/etc/systemd/system/"+role.ServiceName()+".service", "[Unit]\n", 0o644)
 		}
-	case OpenRC:
+	case agent.OpenRC:
 		sysMkdir(t, root, "/run/openrc")
-		if role != RoleNone {
+		if role != agent.RoleNone {
 			sysWrite(t, root, "/etc/init.d/"+role.ServiceName(), "#!/sbin/openrc-run\n", 0o755)
 		}
 	}
@@ -115,24 +116,24 @@ func TestDetectInit(t *testing.T) {
 	tests := []struct {
 		name    string
 		prepare func(t *testing.T, root string)
-		want    InitSystem
+		want    agent.InitSystem
 		wantErr error
 	}{
-		{"systemd", func(t *testing.T, root string) { sysMkdir(t, root, "/run/systemd/system") }, Systemd, nil},
+		{"systemd", func(t *testing.T, root string) { sysMkdir(t, root, "/run/systemd/system") }, agent.Systemd, nil},
 		{"systemd wins over openrc", func(t *testing.T, root string) {
 			sysMkdir(t, root, "/run/systemd/system")
 			sysMkdir(t, root, "/run/openrc")
-		}, Systemd, nil},
+		}, agent.Systemd, nil},
 		{"systemd marker must be a directory", func(t *testing.T, root string) {
 			sysWrite(t, root, "/run/systemd/system", "", 0o644)
 		}, "", ErrNoInit},
-		{"openrc run dir", func(t *testing.T, root string) { sysMkdir(t, root, "/run/openrc") }, OpenRC, nil},
+		{"openrc run dir", func(t *testing.T, root string) { sysMkdir(t, root, "/run/openrc") }, agent.OpenRC, nil},
 		{"rc-service on PATH", func(t *testing.T, root string) {
 			sysWrite(t, root, "/usr/bin/rc-service", "#!/bin/sh\n", 0o755)
-		}, OpenRC, nil},
+		}, agent.OpenRC, nil},
 		{"rc-service in /sbin", func(t *testing.T, root string) {
 			sysWrite(t, root, "/sbin/rc-service", "#!/bin/sh\n", 0o755)
-		}, OpenRC, nil},
+		}, agent.OpenRC, nil},
 		{"rc-service not executable", func(t *testing.T, root string) {
 			sysWrite(t, root, "/sbin/rc-service", "", 0o644)
 		}, "", ErrNoInit},
@@ -160,24 +161,24 @@ func TestDetectInit(t *testing.T) {
 
 func TestNewHostSystemOptions(t *testing.T) {
 	root := t.TempDir() // no init markers: an explicit Init skips detection
-	h, err := NewHostSystem(HostOptions{Root: root, Init: OpenRC, Runner: &sysRunner{}})
+	h, err := NewHostSystem(HostOptions{Root: root, Init: agent.OpenRC, Runner: &sysRunner{}})
 	require.NoError(t, err)
-	assert.Equal(t, OpenRC, h.Init())
+	assert.Equal(t, agent.OpenRC, h.Init())
 	assert.Equal(t, filepath.Join(root, "/usr/local/bin/k3s"), h.K3sBinary())
 
-	h, err = NewHostSystem(HostOptions{Init: Systemd, K3sBinary: "/opt/bin/k3s"})
+	h, err = NewHostSystem(HostOptions{Init: agent.Systemd, K3sBinary: "/opt/bin/k3s"})
 	require.NoError(t, err)
 	assert.Equal(t, "/opt/bin/k3s", h.K3sBinary())
 
 	_, err = NewHostSystem(HostOptions{Init: "upstart"})
 	require.ErrorIs(t, err, errcode.Invalid)
-	_, err = NewHostSystem(HostOptions{Init: Systemd, K3sBinary: "bin/k3s"})
+	_, err = NewHostSystem(HostOptions{Init: agent.Systemd, K3sBinary: "bin/k3s"})
 	require.ErrorIs(t, err, errcode.Invalid)
 }
 
 func TestHostSystemRole(t *testing.T) {
-	for _, init := range []InitSystem{Systemd, OpenRC} {
-		for _, role := range []Role{RoleServer, RoleAgent, RoleNone} {
+	for _, init := range []agent.InitSystem{agent.Systemd, agent.OpenRC} {
+		for _, role := range []agent.Role{agent.RoleServer, agent.RoleAgent, agent.RoleNone} {
 			t.Run(fmt.Sprintf("%s/%s", init, role.ServiceName()), func(t *testing.T) {
 				h, _ := sysHost(t, init, role, &sysRunner{})
 				got, err := h.Role(t.Context())
@@ -187,28 +188,28 @@ func TestHostSystemRole(t *testing.T) {
 		}
 	}
 	t.Run("server wins when both are installed", func(t *testing.T) {
-		h, root := sysHost(t, Systemd, RoleAgent, &sysRunner{})
+		h, root := sysHost(t, agent.Systemd, agent.RoleAgent, &sysRunner{})
 		sysWrite(t, root, "/lib/systemd/system/k3s.service", "", 0o644)
 		got, err := h.Role(t.Context())
 		require.NoError(t, err)
-		assert.Equal(t, RoleServer, got)
+		assert.Equal(t, agent.RoleServer, got)
 	})
 	t.Run("an openrc host ignores systemd units", func(t *testing.T) {
-		h, root := sysHost(t, OpenRC, RoleNone, &sysRunner{})
+		h, root := sysHost(t, agent.OpenRC, agent.RoleNone, &sysRunner{})
 		sysWrite(t, root, "/etc/systemd/system/k3s.service", "", 0o644)
 		got, err := h.Role(t.Context())
 		require.NoError(t, err)
-		assert.Equal(t, RoleNone, got)
+		assert.Equal(t, agent.RoleNone, got)
 	})
 	t.Run("read live, not cached", func(t *testing.T) {
-		h, root := sysHost(t, OpenRC, RoleNone, &sysRunner{})
+		h, root := sysHost(t, agent.OpenRC, agent.RoleNone, &sysRunner{})
 		got, err := h.Role(t.Context())
 		require.NoError(t, err)
-		require.Equal(t, RoleNone, got)
+		require.Equal(t, agent.RoleNone, got)
 		sysWrite(t, root, "/etc/init.d/k3s-agent", "", 0o755)
 		got, err = h.Role(t.Context())
 		require.NoError(t, err)
-		assert.Equal(t, RoleAgent, got)
+		assert.Equal(t, agent.RoleAgent, got)
 	})
 }
 
@@ -218,20 +219,20 @@ func TestHostSystemServiceStateSystemd(t *testing.T) {
 		want    string
 		wantErr bool
 	}{
-		{sysReply{out: "active\n"}, StateActive, false},
-		{sysReply{out: "reloading\n", code: 0}, StateActive, false},
-		{sysReply{out: "inactive\n", code: 3}, StateInactive, false},
-		{sysReply{out: "activating\n", code: 3}, StateInactive, false},
-		{sysReply{out: "deactivating\n", code: 3}, StateInactive, false},
-		{sysReply{out: "failed\n", code: 3}, StateFailed, false},
-		{sysReply{out: "something-new\n", code: 3}, StateUnknown, false},
-		{sysReply{code: 1, errs: "Failed to connect to bus"}, StateUnknown, true},
-		{sysReply{err: errors.New("exec: systemctl: not found")}, StateUnknown, true},
+		{sysReply{out: "active\n"}, agent.StateActive, false},
+		{sysReply{out: "reloading\n", code: 0}, agent.StateActive, false},
+		{sysReply{out: "inactive\n", code: 3}, agent.StateInactive, false},
+		{sysReply{out: "activating\n", code: 3}, agent.StateInactive, false},
+		{sysReply{out: "deactivating\n", code: 3}, agent.StateInactive, false},
+		{sysReply{out: "failed\n", code: 3}, agent.StateFailed, false},
+		{sysReply{out: "something-new\n", code: 3}, agent.StateUnknown, false},
+		{sysReply{code: 1, errs: "Failed to connect to bus"}, agent.StateUnknown, true},
+		{sysReply{err: errors.New("exec: systemctl: not found")}, agent.StateUnknown, true},
 	}
 	for _, tt := range tests {
 		t.Run(strings.TrimSpace(tt.reply.out)+"/"+strconv.Itoa(tt.reply.code), func(t *testing.T) {
 			r := &sysRunner{replies: map[string]sysReply{"systemctl is-active k3s-agent": tt.reply}}
-			h, _ := sysHost(t, Systemd, RoleAgent, r)
+			h, _ := sysHost(t, agent.Systemd, agent.RoleAgent, r)
 			got, err := h.ServiceState(t.Context())
 			assert.Equal(t, tt.want, got)
 			if tt.wantErr {
@@ -251,21 +252,21 @@ func TestHostSystemServiceStateOpenRC(t *testing.T) {
 		want    string
 		wantErr bool
 	}{
-		{"started", sysReply{out: " * status: started\n"}, StateActive, false},
-		{"stopped", sysReply{out: " * status: stopped\n", code: 3}, StateInactive, false},
-		{"starting", sysReply{out: " * status: starting\n", code: 4}, StateInactive, false},
-		{"crashed on stderr", sysReply{code: 32, errs: " * status: crashed\n"}, StateFailed, false},
-		{"exit 0 silent", sysReply{}, StateActive, false},
-		{"exit 3 silent", sysReply{code: 3}, StateInactive, false},
-		{"exit 32 silent", sysReply{code: 32}, StateFailed, false},
-		{"odd status", sysReply{out: " * status: hibernating\n"}, StateUnknown, false},
-		{"odd exit", sysReply{code: 1, errs: "rc-service: service `k3s' does not exist"}, StateUnknown, false},
-		{"cannot run", sysReply{err: errors.New("exec: rc-service: not found")}, StateUnknown, true},
+		{"started", sysReply{out: " * status: started\n"}, agent.StateActive, false},
+		{"stopped", sysReply{out: " * status: stopped\n", code: 3}, agent.StateInactive, false},
+		{"starting", sysReply{out: " * status: starting\n", code: 4}, agent.StateInactive, false},
+		{"crashed on stderr", sysReply{code: 32, errs: " * status: crashed\n"}, agent.StateFailed, false},
+		{"exit 0 silent", sysReply{}, agent.StateActive, false},
+		{"exit 3 silent", sysReply{code: 3}, agent.StateInactive, false},
+		{"exit 32 silent", sysReply{code: 32}, agent.StateFailed, false},
+		{"odd status", sysReply{out: " * status: hibernating\n"}, agent.StateUnknown, false},
+		{"odd exit", sysReply{code: 1, errs: "rc-service: service `k3s' does not exist"}, agent.StateUnknown, false},
+		{"cannot run", sysReply{err: errors.New("exec: rc-service: not found")}, agent.StateUnknown, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &sysRunner{replies: map[string]sysReply{"rc-service k3s status": tt.reply}}
-			h, _ := sysHost(t, OpenRC, RoleServer, r)
+			h, _ := sysHost(t, agent.OpenRC, agent.RoleServer, r)
 			got, err := h.ServiceState(t.Context())
 			assert.Equal(t, tt.want, got)
 			if tt.wantErr {
@@ -278,13 +279,13 @@ func TestHostSystemServiceStateOpenRC(t *testing.T) {
 }
 
 func TestHostSystemServiceStateNotInstalled(t *testing.T) {
-	for _, init := range []InitSystem{Systemd, OpenRC} {
+	for _, init := range []agent.InitSystem{agent.Systemd, agent.OpenRC} {
 		t.Run(string(init), func(t *testing.T) {
 			r := &sysRunner{}
-			h, _ := sysHost(t, init, RoleNone, r)
+			h, _ := sysHost(t, init, agent.RoleNone, r)
 			got, err := h.ServiceState(t.Context())
 			require.NoError(t, err)
-			assert.Equal(t, StateUnknown, got)
+			assert.Equal(t, agent.StateUnknown, got)
 			assert.Empty(t, r.Calls(), "nothing runs when k3s is not installed")
 		})
 	}
@@ -292,14 +293,14 @@ func TestHostSystemServiceStateNotInstalled(t *testing.T) {
 
 func TestHostSystemService(t *testing.T) {
 	tests := []struct {
-		init InitSystem
-		role Role
-		want map[ServiceAction]string
+		init agent.InitSystem
+		role agent.Role
+		want map[agent.ServiceAction]string
 	}{
-		{Systemd, RoleServer, map[ServiceAction]string{Start: "systemctl start k3s", Stop: "systemctl stop k3s", Restart: "systemctl restart k3s"}},
-		{Systemd, RoleAgent, map[ServiceAction]string{Restart: "systemctl restart k3s-agent"}},
-		{OpenRC, RoleServer, map[ServiceAction]string{Start: "rc-service k3s start", Stop: "rc-service k3s stop", Restart: "rc-service k3s restart"}},
-		{OpenRC, RoleAgent, map[ServiceAction]string{Stop: "rc-service k3s-agent stop"}},
+		{agent.Systemd, agent.RoleServer, map[agent.ServiceAction]string{agent.Start: "systemctl start k3s", agent.Stop: "systemctl stop k3s", agent.Restart: "systemctl restart k3s"}},
+		{agent.Systemd, agent.RoleAgent, map[agent.ServiceAction]string{agent.Restart: "systemctl restart k3s-agent"}},
+		{agent.OpenRC, agent.RoleServer, map[agent.ServiceAction]string{agent.Start: "rc-service k3s start", agent.Stop: "rc-service k3s stop", agent.Restart: "rc-service k3s restart"}},
+		{agent.OpenRC, agent.RoleAgent, map[agent.ServiceAction]string{agent.Stop: "rc-service k3s-agent stop"}},
 	}
 	for _, tt := range tests {
 		for action, line := range tt.want {
@@ -313,8 +314,8 @@ func TestHostSystemService(t *testing.T) {
 	}
 	t.Run("failure carries stderr", func(t *testing.T) {
 		r := &sysRunner{replies: map[string]sysReply{"systemctl restart k3s": {code: 1, errs: "Job for k3s.service failed"}}}
-		h, _ := sysHost(t, Systemd, RoleServer, r)
-		err := h.Service(t.Context(), Restart)
+		h, _ := sysHost(t, agent.Systemd, agent.RoleServer, r)
+		err := h.Service(t.Context(), agent.Restart)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "Job for k3s.service failed")
 		ee, ok := errors.AsType[*ExitError](err)
@@ -323,16 +324,16 @@ func TestHostSystemService(t *testing.T) {
 	})
 	t.Run("invalid action runs nothing", func(t *testing.T) {
 		r := &sysRunner{}
-		h, _ := sysHost(t, Systemd, RoleServer, r)
-		for _, a := range []ServiceAction{"", "enable", "restart; reboot", "status"} {
+		h, _ := sysHost(t, agent.Systemd, agent.RoleServer, r)
+		for _, a := range []agent.ServiceAction{"", "enable", "restart; reboot", "status"} {
 			require.ErrorIs(t, h.Service(t.Context(), a), errcode.Invalid, a)
 		}
 		assert.Empty(t, r.Calls())
 	})
 	t.Run("not installed", func(t *testing.T) {
 		r := &sysRunner{}
-		h, _ := sysHost(t, OpenRC, RoleNone, r)
-		require.ErrorIs(t, h.Service(t.Context(), Start), errcode.NotFound)
+		h, _ := sysHost(t, agent.OpenRC, agent.RoleNone, r)
+		require.ErrorIs(t, h.Service(t.Context(), agent.Start), errcode.NotFound)
 		assert.Empty(t, r.Calls())
 	})
 }
@@ -341,7 +342,7 @@ func TestHostSystemLogsSystemd(t *testing.T) {
 	r := &sysRunner{replies: map[string]sysReply{
 		"journalctl -u k3s -n 250 --no-pager -o cat": {out: "line 1\nline 2\n"},
 	}}
-	h, _ := sysHost(t, Systemd, RoleServer, r)
+	h, _ := sysHost(t, agent.Systemd, agent.RoleServer, r)
 	var buf bytes.Buffer
 	require.NoError(t, h.Logs(t.Context(), 250, &buf))
 	assert.Equal(t, "line 1\nline 2\n", buf.String())
@@ -362,7 +363,7 @@ func sysLines(from, to int) string {
 
 func TestHostSystemLogsOpenRC(t *testing.T) {
 	r := &sysRunner{}
-	h, root := sysHost(t, OpenRC, RoleAgent, r)
+	h, root := sysHost(t, agent.OpenRC, agent.RoleAgent, r)
 
 	var buf bytes.Buffer
 	require.ErrorIs(t, h.Logs(t.Context(), 10, &buf), errcode.NotFound, "no log file yet")
@@ -458,16 +459,16 @@ func (w *sysFailingWriter) Write(p []byte) (int, error) {
 }
 
 func TestHostSystemFacts(t *testing.T) {
-	for _, init := range []InitSystem{Systemd, OpenRC} {
+	for _, init := range []agent.InitSystem{agent.Systemd, agent.OpenRC} {
 		t.Run(string(init), func(t *testing.T) {
-			h, root := sysHost(t, init, RoleServer, &sysRunner{})
+			h, root := sysHost(t, init, agent.RoleServer, &sysRunner{})
 			sysWrite(t, root, "/proc/sys/kernel/osrelease", "6.8.0-45-generic\n", 0o444)
 			sysWrite(t, root, "/etc/os-release", "NAME=\"Ubuntu\"\nPRETTY_NAME=\"Ubuntu 24.04.1 LTS\"\nID=ubuntu\n", 0o644)
 			got, err := h.Facts(t.Context())
 			require.NoError(t, err)
 			host, err := os.Hostname()
 			require.NoError(t, err)
-			assert.Equal(t, Facts{
+			assert.Equal(t, agent.Facts{
 				Hostname: host,
 				OS:       runtime.GOOS,
 				Arch:     runtime.GOARCH,
@@ -478,7 +479,7 @@ func TestHostSystemFacts(t *testing.T) {
 		})
 	}
 	t.Run("fallbacks", func(t *testing.T) {
-		h, root := sysHost(t, OpenRC, RoleNone, &sysRunner{})
+		h, root := sysHost(t, agent.OpenRC, agent.RoleNone, &sysRunner{})
 		got, err := h.Facts(t.Context())
 		require.NoError(t, err)
 		assert.Empty(t, got.Kernel, "missing osrelease is not an error")
@@ -495,7 +496,7 @@ func TestHostSystemFacts(t *testing.T) {
 		assert.Equal(t, "Linux", got.Distro, "/etc/os-release wins; the os-release(5) default")
 	})
 	t.Run("unreadable kernel file is an error", func(t *testing.T) {
-		h, root := sysHost(t, Systemd, RoleNone, &sysRunner{})
+		h, root := sysHost(t, agent.Systemd, agent.RoleNone, &sysRunner{})
 		sysMkdir(t, root, "/proc/sys/kernel/osrelease") // a directory cannot be read as a file
 		_, err := h.Facts(t.Context())
 		require.Error(t, err)
@@ -612,7 +613,7 @@ func TestHostSystemK3sVersion(t *testing.T) {
 		"/usr/local/bin/k3s.new --version": {out: "Segmentation fault\n", code: 139},
 		"/tmp/garbage --version":           {out: "hello\n"},
 	}}
-	h, err := NewHostSystem(HostOptions{Init: Systemd, Runner: r})
+	h, err := NewHostSystem(HostOptions{Init: agent.Systemd, Runner: r})
 	require.NoError(t, err)
 	require.Equal(t, "/usr/local/bin/k3s", h.K3sBinary())
 
@@ -632,7 +633,7 @@ func TestHostSystemK3sVersion(t *testing.T) {
 // TestHostSystemProbeTimeout checks that a hung probe is bounded even when
 // the caller's context has no deadline.
 func TestHostSystemProbeTimeout(t *testing.T) {
-	h, err := NewHostSystem(HostOptions{Init: Systemd, Runner: sysHangRunner{}, ProbeTimeout: 50 * time.Millisecond})
+	h, err := NewHostSystem(HostOptions{Init: agent.Systemd, Runner: sysHangRunner{}, ProbeTimeout: 50 * time.Millisecond})
 	require.NoError(t, err)
 	start := time.Now()
 	_, err = h.K3sVersion(t.Context(), "/usr/local/bin/k3s")

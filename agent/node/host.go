@@ -1,4 +1,4 @@
-package agent
+package node
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openctl/openctl/agent"
 	"github.com/openctl/openctl/errcode"
 )
 
@@ -38,7 +39,7 @@ type HostOptions struct {
 	// means "/". Tests point it at a temporary directory.
 	Root string
 	// Init, when set, skips detection. It must be Systemd or OpenRC.
-	Init InitSystem
+	Init agent.InitSystem
 	// Runner runs host programs. Nil means [ExecRunner].
 	Runner Runner
 	// K3sBinary is the path of the k3s binary, relative to Root. Empty
@@ -60,7 +61,7 @@ type HostOptions struct {
 // use.
 type HostSystem struct {
 	root         string
-	init         InitSystem
+	init         agent.InitSystem
 	runner       Runner
 	k3sBinary    string
 	probeTimeout time.Duration
@@ -97,7 +98,7 @@ func NewHostSystem(opts HostOptions) (*HostSystem, error) {
 		h.probeTimeout = DefaultProbeTimeout
 	}
 	switch h.init {
-	case Systemd, OpenRC:
+	case agent.Systemd, agent.OpenRC:
 	case "":
 		init, err := DetectInit(root)
 		if err != nil {
@@ -115,15 +116,15 @@ func NewHostSystem(opts HostOptions) (*HostSystem, error) {
 // sd_booted(3) makes), else [OpenRC] if /run/openrc exists or an executable
 // rc-service is found in a PATH directory or in /sbin, /usr/sbin, /bin or
 // /usr/bin under root. Otherwise it returns [ErrNoInit].
-func DetectInit(root string) (InitSystem, error) {
+func DetectInit(root string) (agent.InitSystem, error) {
 	if root == "" {
 		root = "/"
 	}
 	if fi, err := os.Stat(filepath.Join(root, "run", "systemd", "system")); err == nil && fi.IsDir() {
-		return Systemd, nil
+		return agent.Systemd, nil
 	}
 	if _, err := os.Stat(filepath.Join(root, "run", "openrc")); err == nil {
-		return OpenRC, nil
+		return agent.OpenRC, nil
 	}
 	dirs := append(filepath.SplitList(os.Getenv("PATH")), "/sbin", "/usr/sbin", "/bin", "/usr/bin")
 	for _, dir := range dirs {
@@ -132,14 +133,14 @@ func DetectInit(root string) (InitSystem, error) {
 		}
 		fi, err := os.Stat(filepath.Join(root, dir, "rc-service"))
 		if err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return OpenRC, nil
+			return agent.OpenRC, nil
 		}
 	}
 	return "", ErrNoInit
 }
 
 // Init returns the init system the HostSystem drives.
-func (h *HostSystem) Init() InitSystem { return h.init }
+func (h *HostSystem) Init() agent.InitSystem { return h.init }
 
 // path maps an absolute host path to its place under the root.
 func (h *HostSystem) path(p string) string { return filepath.Join(h.root, p) }
@@ -150,18 +151,18 @@ func (h *HostSystem) path(p string) string { return filepath.Join(h.root, p) }
 // to NAME and VERSION, then to "Linux", as os-release(5) says). A missing
 // kernel or os-release file leaves the field empty; other read errors are
 // returned.
-func (h *HostSystem) Facts(ctx context.Context) (Facts, error) {
-	f := Facts{OS: runtime.GOOS, Arch: runtime.GOARCH, Init: h.init}
+func (h *HostSystem) Facts(ctx context.Context) (agent.Facts, error) {
+	f := agent.Facts{OS: runtime.GOOS, Arch: runtime.GOARCH, Init: h.init}
 	var err error
 	if f.Hostname, err = os.Hostname(); err != nil {
-		return Facts{}, fmt.Errorf("agent: hostname: %w", err)
+		return agent.Facts{}, fmt.Errorf("agent: hostname: %w", err)
 	}
 	b, err := os.ReadFile(h.path("/proc/sys/kernel/osrelease"))
 	switch {
 	case err == nil:
 		f.Kernel = strings.TrimSpace(string(b))
 	case !errors.Is(err, fs.ErrNotExist):
-		return Facts{}, fmt.Errorf("agent: kernel release: %w", err)
+		return agent.Facts{}, fmt.Errorf("agent: kernel release: %w", err)
 	}
 	for _, p := range []string{"/etc/os-release", "/usr/lib/os-release"} {
 		b, err := os.ReadFile(h.path(p))
@@ -169,7 +170,7 @@ func (h *HostSystem) Facts(ctx context.Context) (Facts, error) {
 			continue
 		}
 		if err != nil {
-			return Facts{}, fmt.Errorf("agent: %s: %w", p, err)
+			return agent.Facts{}, fmt.Errorf("agent: %s: %w", p, err)
 		}
 		f.Distro = prettyName(parseOSRelease(b))
 		break
@@ -261,24 +262,24 @@ func unquoteShell(s string) string {
 // /etc/systemd/system, /usr/local/lib/systemd/system, /usr/lib/systemd/system
 // or /lib/systemd/system) or OpenRC script (/etc/init.d/k3s) exists,
 // otherwise [RoleAgent] if a "k3s-agent" one does, otherwise [RoleNone].
-func (h *HostSystem) Role(ctx context.Context) (Role, error) {
-	for _, r := range []Role{RoleServer, RoleAgent} {
+func (h *HostSystem) Role(ctx context.Context) (agent.Role, error) {
+	for _, r := range []agent.Role{agent.RoleServer, agent.RoleAgent} {
 		ok, err := h.serviceInstalled(r.ServiceName())
 		if err != nil {
-			return RoleNone, err
+			return agent.RoleNone, err
 		}
 		if ok {
 			return r, nil
 		}
 	}
-	return RoleNone, nil
+	return agent.RoleNone, nil
 }
 
 var systemdUnitDirs = []string{"/etc/systemd/system", "/usr/local/lib/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"}
 
 func (h *HostSystem) serviceInstalled(svc string) (bool, error) {
 	var paths []string
-	if h.init == Systemd {
+	if h.init == agent.Systemd {
 		for _, d := range systemdUnitDirs {
 			paths = append(paths, filepath.Join(d, svc+".service"))
 		}
@@ -304,7 +305,7 @@ func (h *HostSystem) service(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if r == RoleNone {
+	if r == agent.RoleNone {
 		return "", fmt.Errorf("agent: no k3s or k3s-agent service is installed: %w", errcode.NotFound)
 	}
 	return r.ServiceName(), nil
@@ -322,32 +323,32 @@ func (h *HostSystem) service(ctx context.Context) (string, error) {
 func (h *HostSystem) ServiceState(ctx context.Context) (string, error) {
 	r, err := h.Role(ctx)
 	if err != nil {
-		return StateUnknown, err
+		return agent.StateUnknown, err
 	}
-	if r == RoleNone {
-		return StateUnknown, nil
+	if r == agent.RoleNone {
+		return agent.StateUnknown, nil
 	}
 	svc := r.ServiceName()
 	ctx, cancel := context.WithTimeout(ctx, h.probeTimeout)
 	defer cancel()
-	if h.init == Systemd {
+	if h.init == agent.Systemd {
 		out, err := h.runner.Run(ctx, "systemctl", "is-active", svc)
 		ee, exited := errors.AsType[*ExitError](err)
 		if err != nil && !exited {
-			return StateUnknown, err
+			return agent.StateUnknown, err
 		}
 		if s, ok := systemdStates[firstOutputLine(out)]; ok {
 			return s, nil
 		}
 		if exited && strings.TrimSpace(string(out)) == "" {
-			return StateUnknown, ee
+			return agent.StateUnknown, ee
 		}
-		return StateUnknown, nil
+		return agent.StateUnknown, nil
 	}
 	out, err := h.runner.Run(ctx, "rc-service", svc, "status")
 	ee, exited := errors.AsType[*ExitError](err)
 	if err != nil && !exited {
-		return StateUnknown, err
+		return agent.StateUnknown, err
 	}
 	text := string(out)
 	code := 0
@@ -359,39 +360,39 @@ func (h *HostSystem) ServiceState(ctx context.Context) (string, error) {
 		if s, ok := openrcStates[m[1]]; ok {
 			return s, nil
 		}
-		return StateUnknown, nil
+		return agent.StateUnknown, nil
 	}
 	switch code {
 	case 0:
-		return StateActive, nil
+		return agent.StateActive, nil
 	case 3:
-		return StateInactive, nil
+		return agent.StateInactive, nil
 	case 32:
-		return StateFailed, nil
+		return agent.StateFailed, nil
 	}
-	return StateUnknown, nil
+	return agent.StateUnknown, nil
 }
 
 var systemdStates = map[string]string{
-	"active":       StateActive,
-	"reloading":    StateActive,
-	"refreshing":   StateActive,
-	"inactive":     StateInactive,
-	"activating":   StateInactive,
-	"deactivating": StateInactive,
-	"maintenance":  StateInactive,
-	"failed":       StateFailed,
+	"active":       agent.StateActive,
+	"reloading":    agent.StateActive,
+	"refreshing":   agent.StateActive,
+	"inactive":     agent.StateInactive,
+	"activating":   agent.StateInactive,
+	"deactivating": agent.StateInactive,
+	"maintenance":  agent.StateInactive,
+	"failed":       agent.StateFailed,
 }
 
 var openrcStatusRE = regexp.MustCompile(`status:\s*([a-z]+)`)
 
 var openrcStates = map[string]string{
-	"started":  StateActive,
-	"stopped":  StateInactive,
-	"starting": StateInactive,
-	"stopping": StateInactive,
-	"inactive": StateInactive,
-	"crashed":  StateFailed,
+	"started":  agent.StateActive,
+	"stopped":  agent.StateInactive,
+	"starting": agent.StateInactive,
+	"stopping": agent.StateInactive,
+	"inactive": agent.StateInactive,
+	"crashed":  agent.StateFailed,
 }
 
 func firstOutputLine(b []byte) string {
@@ -403,7 +404,7 @@ func firstOutputLine(b []byte) string {
 // "rc-service <svc> <action>". It fails with an error coded Invalid for an
 // action other than start, stop and restart, and NotFound when k3s is not
 // installed. It is bounded only by ctx: a restart waits for k3s to start.
-func (h *HostSystem) Service(ctx context.Context, action ServiceAction) error {
+func (h *HostSystem) Service(ctx context.Context, action agent.ServiceAction) error {
 	if !action.Valid() {
 		return fmt.Errorf("agent: service action %q: %w", action, errcode.Invalid)
 	}
@@ -411,7 +412,7 @@ func (h *HostSystem) Service(ctx context.Context, action ServiceAction) error {
 	if err != nil {
 		return err
 	}
-	if h.init == Systemd {
+	if h.init == agent.Systemd {
 		_, err = h.runner.Run(ctx, "systemctl", string(action), svc)
 	} else {
 		_, err = h.runner.Run(ctx, "rc-service", svc, string(action))
@@ -437,7 +438,7 @@ func (h *HostSystem) Logs(ctx context.Context, n int, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if h.init == Systemd {
+	if h.init == agent.Systemd {
 		return h.runner.Stream(ctx, w, "journalctl", "-u", svc, "-n", strconv.Itoa(n), "--no-pager", "-o", "cat")
 	}
 	p := filepath.Join("/var/log", svc+".log")

@@ -16,7 +16,7 @@ import (
 // under a permissive umask: the modes do not depend on the process's
 // umask. (No test of this package runs in parallel, so changing the
 // umask for the duration of this one is safe.)
-func TestReviewWriteFilesModesIgnoreUmask(t *testing.T) {
+func TestWriteFilesModesIgnoreUmask(t *testing.T) {
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
 
@@ -44,7 +44,7 @@ func TestReviewWriteFilesModesIgnoreUmask(t *testing.T) {
 // WriteFiles into a directory that already exists leaves the directory's
 // mode alone (documented behaviour: it only creates a missing one 0700);
 // the files in it are still 0600. Pinned so that a change is deliberate.
-func TestReviewWriteFilesExistingDirModeKept(t *testing.T) {
+func TestWriteFilesExistingDirModeKept(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.Chmod(dir, 0o755))
 	ca, err := pki.NewCA("existing dir CA")
@@ -62,7 +62,7 @@ func TestReviewWriteFilesExistingDirModeKept(t *testing.T) {
 
 // Names that would escape the directory are refused before anything is
 // written.
-func TestReviewWriteFilesRefusesPaths(t *testing.T) {
+func TestWriteFilesRefusesPaths(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"../x", "a/b", `a\b`, "..", ".", ""} {
 		err := pki.WriteFiles(filepath.Join(dir, "d"), map[string][]byte{"ok.pem": []byte("x"), name: []byte("x")})

@@ -8,10 +8,11 @@ import (
 	"os"
 
 	"github.com/openctl/openctl/agent"
+	"github.com/openctl/openctl/agent/node"
 	"github.com/openctl/openctl/agent/pki"
 )
 
-// exampleHost is a minimal agent.System: a k3s server that is running.
+// exampleHost is a minimal node.System: a k3s server that is running.
 type exampleHost struct{}
 
 func (exampleHost) Facts(context.Context) (agent.Facts, error) {
@@ -36,16 +37,16 @@ func Example() {
 
 	// Once per cluster (the controller keeps these).
 	ca, _ := pki.NewCA("openctl dev CA")
-	node, _ := ca.IssueServer("dev-cp-0", []net.IP{net.IPv4(127, 0, 0, 1)})
+	nodeLeaf, _ := ca.IssueServer("dev-cp-0", []net.IP{net.IPv4(127, 0, 0, 1)})
 	controller, _ := ca.IssueClient(pki.ControllerName)
 	bundle := pki.NewBundle(ca.Cert).PEM()
-	nodeKey, _ := node.KeyPEM()
+	nodeKey, _ := nodeLeaf.KeyPEM()
 	controllerKey, _ := controller.KeyPEM()
 
 	// On the node: /etc/openctl-agent/{ca.pem,server.pem,server.key}.
-	srv, err := agent.NewServer(agent.ServerConfig{
-		CABundle: bundle, CertPEM: node.CertPEM(), KeyPEM: nodeKey,
-		System: exampleHost{}, // agent.HostSystem on a real node
+	srv, err := node.NewServer(node.ServerConfig{
+		CABundle: bundle, CertPEM: nodeLeaf.CertPEM(), KeyPEM: nodeKey,
+		System: exampleHost{}, // node.HostSystem on a real node
 	})
 	if err != nil {
 		panic(err)
