@@ -160,7 +160,7 @@ func (r *Record) advance(prev *version) error {
 type Filter struct {
 	// Group matches the apiVersion group ("proxmox.openctl.io").
 	Group string
-	Kind     string
+	Kind  string
 	// Owner matches records owned by that resource.
 	Owner *manifest.ID
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -175,11 +174,7 @@ func TestApplyOutputClosed(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for delay := 5 * time.Millisecond; !cond(); delay = min(2*delay, 200*time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met after 30s")
-		}
-		time.Sleep(delay)
+	if !poll(cond) {
+		t.Fatal("condition not met after 30s")
 	}
 }

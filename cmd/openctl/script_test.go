@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/proxmox/proxmoxtest"
 	"github.com/openctl/openctl/state/postgres/pgtest"
 )
@@ -163,13 +165,23 @@ func cmdSandboxWait(ts *testscript.TestScript, neg bool, args []string) {
 	n, err := strconv.Atoi(args[1])
 	ts.Check(err)
 	srv := server(ts)
-	deadline := time.Now().Add(30 * time.Second)
-	for delay := 5 * time.Millisecond; srv.RequestCount(args[0]) < n; delay = min(2*delay, 200*time.Millisecond) {
-		if time.Now().After(deadline) {
-			ts.Fatalf("route %q served %d times after 30s, want %d", args[0], srv.RequestCount(args[0]), n)
-		}
-		time.Sleep(delay)
+	if !poll(func() bool { return srv.RequestCount(args[0]) >= n }) {
+		ts.Fatalf("route %q served %d times after 30s, want %d", args[0], srv.RequestCount(args[0]), n)
 	}
+}
+
+// poll reports whether cond became true within 30 seconds, checking it
+// with backoff.
+func poll(cond func() bool) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b := backoff.Policy{Initial: 5 * time.Millisecond, Max: 200 * time.Millisecond}.Start()
+	for !cond() {
+		if b.Wait(ctx) != nil {
+			return cond()
+		}
+	}
+	return true
 }
 
 // cmdSandboxVMs checks the number of VMs (not templates) in the simulator,
