@@ -49,7 +49,7 @@ func (h onMessage) Handle(ctx context.Context, r slog.Record) error {
 func TestClientRetriesWhileAgentStarts(t *testing.T) {
 	env := agenttest.Start(t, agenttest.Options{})
 	addr := freeAddr(t)
-	base, buf := newLogger(slog.LevelDebug)
+	base, buf := agenttest.NewLogger(slog.LevelDebug)
 	var once sync.Once
 	started := make(chan struct{})
 	log := slog.New(onMessage{Handler: base.Handler(), substr: "retrying", f: func() {
@@ -65,14 +65,14 @@ func TestClientRetriesWhileAgentStarts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "node-1", info.Hostname)
 	<-started
-	retries := buf.withMsg(t, "agent: not accepting connections yet, retrying")
+	retries := buf.WithMsg(t, "agent: not accepting connections yet, retrying")
 	assert.Len(t, retries, 1)
 }
 
 func TestClientRetryBounded(t *testing.T) {
 	env := agenttest.Start(t, agenttest.Options{})
 	addr := freeAddr(t)
-	log, buf := newLogger(slog.LevelDebug)
+	log, buf := agenttest.NewLogger(slog.LevelDebug)
 	c := env.NewClient(t, func(c *agent.ClientConfig) {
 		c.Address, c.Logger, c.Retries, c.RetryBackoff = addr, log, 2, time.Millisecond
 	})
@@ -80,20 +80,20 @@ func TestClientRetryBounded(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, errcode.Is(err, errcode.Transient), "%v", err)
 	assert.Contains(t, err.Error(), "connection refused")
-	assert.Len(t, buf.withMsg(t, "agent: not accepting connections yet, retrying"), 2)
+	assert.Len(t, buf.WithMsg(t, "agent: not accepting connections yet, retrying"), 2)
 
 	// Non-idempotent calls are never retried.
-	before := len(buf.withMsg(t, "agent: not accepting connections yet, retrying"))
+	before := len(buf.WithMsg(t, "agent: not accepting connections yet, retrying"))
 	assert.True(t, errcode.Is(c.Restart(t.Context()), errcode.Transient))
 	_, err = c.Upgrade(t.Context(), "v1.2.3+k3s1")
 	assert.True(t, errcode.Is(err, errcode.Transient))
-	assert.Len(t, buf.withMsg(t, "agent: not accepting connections yet, retrying"), before)
+	assert.Len(t, buf.WithMsg(t, "agent: not accepting connections yet, retrying"), before)
 
 	// No retries at all.
 	c = env.NewClient(t, func(c *agent.ClientConfig) { c.Address, c.Logger, c.Retries = addr, log, -1 })
 	_, err = c.Info(t.Context())
 	assert.True(t, errcode.Is(err, errcode.Transient))
-	assert.Len(t, buf.withMsg(t, "agent: not accepting connections yet, retrying"), before)
+	assert.Len(t, buf.WithMsg(t, "agent: not accepting connections yet, retrying"), before)
 }
 
 func TestClientTimeout(t *testing.T) {
@@ -121,14 +121,14 @@ func TestClientTimeout(t *testing.T) {
 
 func TestClientVersionSkewWarns(t *testing.T) {
 	env := agenttest.Start(t, agenttest.Options{})
-	log, buf := newLogger(slog.LevelInfo)
+	log, buf := agenttest.NewLogger(slog.LevelInfo)
 	c := env.NewClient(t, func(c *agent.ClientConfig) { c.Logger, c.ExpectVersion = log, "v0.0.1-older" })
 	for range 3 {
 		_, err := c.Info(t.Context())
 		require.NoError(t, err, "skew is never a refusal")
 	}
 	require.NoError(t, c.Restart(t.Context()))
-	warnings := buf.withMsg(t, "agent: version skew: the agent runs another version than this client expects; continuing")
+	warnings := buf.WithMsg(t, "agent: version skew: the agent runs another version than this client expects; continuing")
 	require.Len(t, warnings, 1, "warned once per client")
 	assert.Equal(t, "WARN", warnings[0]["level"])
 	assert.Equal(t, agenttest.AgentVersion, warnings[0]["agentVersion"])
@@ -138,11 +138,11 @@ func TestClientVersionSkewWarns(t *testing.T) {
 	// Same version, or no version expected: no warning.
 	for name, expect := range map[string]string{"same": agenttest.AgentVersion, "none": ""} {
 		t.Run(name, func(t *testing.T) {
-			log, buf := newLogger(slog.LevelDebug)
+			log, buf := agenttest.NewLogger(slog.LevelDebug)
 			c := env.NewClient(t, func(c *agent.ClientConfig) { c.Logger, c.ExpectVersion = log, expect })
 			_, err := c.Info(t.Context())
 			require.NoError(t, err)
-			assert.Empty(t, buf.records(t))
+			assert.Empty(t, buf.Records(t))
 		})
 	}
 }

@@ -18,7 +18,7 @@ import (
 )
 
 func TestAuditLine(t *testing.T) {
-	log, buf := newLogger(-8)
+	log, buf := agenttest.NewLogger(-8)
 	rel := agenttest.NewReleaseServer(t)
 	rel.Publish("v1.31.2+k3s1")
 	env := agenttest.Start(t, agenttest.Options{Logger: log, ReleaseURL: rel.URL()})
@@ -33,7 +33,7 @@ func TestAuditLine(t *testing.T) {
 
 	var lines []map[string]any
 	require.Eventually(t, func() bool {
-		lines = buf.withMsg(t, "agent: request")
+		lines = buf.WithMsg(t, "agent: request")
 		return len(lines) == 5
 	}, 5*time.Second, 10*time.Millisecond, "one audit line per request")
 	byPath := map[string]map[string]any{}
@@ -75,13 +75,13 @@ func TestAuditLine(t *testing.T) {
 }
 
 func TestAuditLineInProcess(t *testing.T) {
-	log, buf := newLogger(0)
+	log, buf := agenttest.NewLogger(0)
 	srv, err := node.NewServer(node.ServerConfig{System: agenttest.NewSystem(t), Logger: log})
 	require.NoError(t, err)
 	rec := httptest.NewRecorder()
 	srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/v1/info", nil))
 	assert.Equal(t, 200, rec.Code)
-	lines := buf.withMsg(t, "agent: request")
+	lines := buf.WithMsg(t, "agent: request")
 	require.Len(t, lines, 1)
 	assert.Equal(t, "-", lines[0]["client"])
 
@@ -98,7 +98,7 @@ func TestAuditLineInProcess(t *testing.T) {
 // after the handshake (a CA dropped while the connection was open) gets
 // an ordinary audit line naming the client.
 func TestRejectionsAreLogged(t *testing.T) {
-	log, buf := newLogger(-8)
+	log, buf := agenttest.NewLogger(-8)
 	env := agenttest.Start(t, agenttest.Options{Logger: log})
 
 	// Handshake rejection: the node's server certificate as a client.
@@ -107,7 +107,7 @@ func TestRejectionsAreLogged(t *testing.T) {
 	require.Error(t, err)
 	var line map[string]any
 	require.Eventually(t, func() bool {
-		for _, r := range buf.records(t) {
+		for _, r := range buf.Records(t) {
 			if m, _ := r["msg"].(string); strings.Contains(m, "TLS handshake error from 127.0.0.1:") {
 				line = r
 				return true
@@ -117,7 +117,7 @@ func TestRejectionsAreLogged(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond)
 	assert.Equal(t, "WARN", line["level"])
 	assert.Contains(t, line["msg"], "incompatible key usage")
-	assert.Empty(t, buf.withMsg(t, "agent: request"))
+	assert.Empty(t, buf.WithMsg(t, "agent: request"))
 
 	// Refusal after the handshake.
 	c = rawClient(t, env, env.ClientLeaf)
@@ -132,7 +132,7 @@ func TestRejectionsAreLogged(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
 	var lines []map[string]any
 	require.Eventually(t, func() bool {
-		lines = buf.withMsg(t, "agent: request")
+		lines = buf.WithMsg(t, "agent: request")
 		return len(lines) == 2
 	}, 5*time.Second, 10*time.Millisecond)
 	refused := lines[1]

@@ -192,7 +192,7 @@ func (c *cancelAfter) Write(p []byte) (int, error) {
 // journalctl process is not left writing into a dead connection), and the
 // request still leaves its audit line.
 func TestJournalStreamCanceledByClient(t *testing.T) {
-	log, buf := newLogger(-8)
+	log, buf := agenttest.NewLogger(-8)
 	env := agenttest.Start(t, agenttest.Options{})
 	j := &endlessJournal{stopped: make(chan error, 1)}
 	cfg := env.ServerConfig()
@@ -214,8 +214,8 @@ func TestJournalStreamCanceledByClient(t *testing.T) {
 	j.mu.Lock()
 	assert.Equal(t, []string{"journalctl", "-u", "k3s", "-n", "5000", "--no-pager", "-o", "cat"}, j.args)
 	j.mu.Unlock()
-	require.Eventually(t, func() bool { return len(buf.withMsg(t, "agent: request")) == 1 }, 5*time.Second, 10*time.Millisecond)
-	line := buf.withMsg(t, "agent: request")[0]
+	require.Eventually(t, func() bool { return len(buf.WithMsg(t, "agent: request")) == 1 }, 5*time.Second, 10*time.Millisecond)
+	line := buf.WithMsg(t, "agent: request")[0]
 	assert.Equal(t, "/v1/logs/k3s", line["path"])
 	assert.EqualValues(t, 5000, line["lines"])
 	t.Logf("audit line: %v", line)

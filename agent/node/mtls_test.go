@@ -36,15 +36,15 @@ func TestMTLSValidPairAccepted(t *testing.T) {
 }
 
 // startLogged starts an agent whose log is captured.
-func startLogged(t *testing.T) (*agenttest.Env, *logBuffer) {
-	log, buf := newLogger(-8)
+func startLogged(t *testing.T) (*agenttest.Env, *agenttest.LogBuffer) {
+	log, buf := agenttest.NewLogger(-8)
 	return agenttest.Start(t, agenttest.Options{Logger: log}), buf
 }
 
 // requireRejected asserts that a client presenting leaf cannot call the
 // agent, that the rejection is reported as UNAUTHORIZED, and that the
 // server logged a handshake error containing why.
-func requireRejected(t *testing.T, env *agenttest.Env, buf *logBuffer, leaf *pki.Leaf, why string) {
+func requireRejected(t *testing.T, env *agenttest.Env, buf *agenttest.LogBuffer, leaf *pki.Leaf, why string) {
 	t.Helper()
 	key, err := leaf.KeyPEM()
 	require.NoError(t, err)
@@ -55,14 +55,14 @@ func requireRejected(t *testing.T, env *agenttest.Env, buf *logBuffer, leaf *pki
 	require.Error(t, err)
 	assert.True(t, errcode.Is(err, errcode.Unauthorized), "%v", err)
 	require.Eventually(t, func() bool {
-		for _, r := range buf.records(t) {
+		for _, r := range buf.Records(t) {
 			if m, _ := r["msg"].(string); strings.Contains(m, "TLS handshake error") && strings.Contains(m, why) {
 				return true
 			}
 		}
 		return false
-	}, 5*time.Second, 10*time.Millisecond, "server logs the handshake failure: %s: %v", why, buf.records(t))
-	assert.Empty(t, buf.withMsg(t, "agent: request"), "no request got through")
+	}, 5*time.Second, 10*time.Millisecond, "server logs the handshake failure: %s: %v", why, buf.Records(t))
+	assert.Empty(t, buf.WithMsg(t, "agent: request"), "no request got through")
 }
 
 func TestMTLSNoClientCertificateRejected(t *testing.T) {
@@ -71,9 +71,9 @@ func TestMTLSNoClientCertificateRejected(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "certificate required")
 	require.Eventually(t, func() bool {
-		return strings.Contains(fmt.Sprint(buf.records(t)), "client didn't provide a certificate")
+		return strings.Contains(fmt.Sprint(buf.Records(t)), "client didn't provide a certificate")
 	}, 5*time.Second, 10*time.Millisecond)
-	assert.Empty(t, buf.withMsg(t, "agent: request"))
+	assert.Empty(t, buf.WithMsg(t, "agent: request"))
 }
 
 func TestMTLSOtherCARejected(t *testing.T) {
@@ -94,9 +94,9 @@ func TestMTLSOtherCARejected(t *testing.T) {
 	_, err = c.Get("https://" + env.Addr + "/v1/info")
 	require.Error(t, err)
 	require.Eventually(t, func() bool {
-		return strings.Contains(fmt.Sprint(buf.records(t)), "certificate signed by unknown authority")
+		return strings.Contains(fmt.Sprint(buf.Records(t)), "certificate signed by unknown authority")
 	}, 5*time.Second, 10*time.Millisecond)
-	assert.Empty(t, buf.withMsg(t, "agent: request"))
+	assert.Empty(t, buf.WithMsg(t, "agent: request"))
 }
 
 func TestMTLSExpiredRejected(t *testing.T) {
