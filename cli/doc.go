@@ -5,18 +5,18 @@
 // registry.ActionSpecs), --sandbox, live progress and the documented exit
 // codes — for whatever providers a program compiles in.
 //
-// The reference binary, cmd/openctl, is a few lines:
+// A binary is a few lines listing its drivers and state backends:
 //
 //	func main() {
 //		cli.Main(cli.Options{
-//			Drivers:  []registry.Driver{proxmox.Driver{}},
+//			Drivers:  []registry.Driver{vms.Driver{}, files.Driver{}},
 //			Backends: []state.Backend{state.FileBackend{}, postgres.Backend{}},
 //		})
 //	}
 //
-// and a team's own is the same with one more driver (see
-// examples/custom-cli in the repository, which adds a provider serving
-// files.example.com).
+// The reference binary, cmd/openctl, is that with the Proxmox VE driver;
+// a team's own adds its drivers (see examples/custom-cli in the
+// repository, which adds a provider serving files.example.com).
 //
 // # Sessions
 //

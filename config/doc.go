@@ -8,7 +8,7 @@
 //	cfg, warnings, err := config.Load("") // $OPENCTL_CONFIG, $OPENCTL_HOME/config.yaml or ~/.openctl/config.yaml
 //	if err != nil { ... }                 // file:line:column: field: what is wrong
 //	for _, w := range warnings { ... }    // e.g. a file holding secrets that others can read
-//	dcfg, err := proxmox.Driver{}.DecodeConfig(cfg.Section("proxmox"))
+//	dcfg, err := driver.DecodeConfig(cfg.Section(driver.Info().Name)) // any registry.Driver
 //	dsn, err := cfg.StateDSN()            // file:~/.openctl/state unless configured
 //
 // # The file
