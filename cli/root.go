@@ -183,8 +183,8 @@ Try it without any setup against the providers' built-in simulators:
   openctl apply --sandbox -f examples/vms.yaml
 
 Configuration: ~/.openctl/config.yaml (--config, $OPENCTL_CONFIG), or for CI
-only environment variables: OPENCTL_HOME, OPENCTL_STATE_DSN,
-OPENCTL_STATE_PASSPHRASE, OPENCTL_APPLY_CONCURRENCY` + a.envHelp() + `.
+only environment variables:
+` + a.envHelp() + `
 
 ` + exitCodesHelp,
 		SilenceUsage:  true,
@@ -254,16 +254,30 @@ func (a *app) providerSummary() string {
 	return strings.Join(parts, "; ")
 }
 
-// envHelp lists the drivers' environment variables for help texts, each
-// preceded by ", ".
+// envHelp lists the environment variables openctl and its drivers read,
+// wrapped for help texts.
 func (a *app) envHelp() string {
-	var b strings.Builder
+	names := []string{"OPENCTL_HOME", "OPENCTL_STATE_DSN", "OPENCTL_STATE_PASSPHRASE", "OPENCTL_APPLY_CONCURRENCY"}
 	for _, d := range a.opts.Drivers {
 		for _, v := range d.Info().Env {
-			b.WriteString(", " + v.Name)
+			names = append(names, v.Name)
 		}
 	}
-	return b.String()
+	var b strings.Builder
+	line := 0
+	for i, n := range names {
+		sep := ", "
+		switch {
+		case i == 0:
+			sep = "  "
+		case line+len(sep)+len(n) > 78:
+			b.WriteString(",\n")
+			sep, line = "  ", 0
+		}
+		b.WriteString(sep + n)
+		line += len(sep) + len(n)
+	}
+	return b.String() + "."
 }
 
 // setup runs before every command: it checks the global flags and sets up
