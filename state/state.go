@@ -179,6 +179,17 @@ func (f Filter) Match(r *Record) bool {
 	return true
 }
 
+// Identified is implemented by stores that have a stable identity: a
+// random ID made when the store is first used and kept with its data, the
+// same for every process that opens that store and different for every
+// other store. The engine hands it to providers (registry.WithOwner), which
+// mark what they create with it so that openctl installations with
+// different state never adopt each other's resources.
+type Identified interface {
+	// StoreID returns the store's identity, creating it on first use.
+	StoreID(ctx context.Context) (string, error)
+}
+
 // GroupKey returns the key under which stores file the records of an API
 // group: the provider name for the groups of openctl's built-in providers
 // ("proxmox" for proxmox.openctl.io, as state written before providers
