@@ -49,7 +49,16 @@ func (e *Engine) Apply(ctx context.Context, resources ...*manifest.Resource) (*R
 		return nil, err
 	}
 	defer unlock()
+	if ctx, err = e.identify(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.checkSealing(ctx, s); err != nil {
+		return nil, err
+	}
 	if err := e.addPrunes(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := e.checkRefs(ctx, s); err != nil {
 		return nil, err
 	}
 	return e.run(ctx, s)
@@ -57,7 +66,7 @@ func (e *Engine) Apply(ctx context.Context, resources ...*manifest.Resource) (*R
 
 func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 	id := n.id
-	fail := func(err error) error { return fmt.Errorf("openctl: apply %s%s: %w", id.Short(), at(n.res), err) }
+	fail := func(err error) error { return wrapf(err, "apply %s%s", id.Short(), at(n.res)) }
 	ctx = registry.WithStepReporter(ctx, func(step string) {
 		e.emit(Event{Type: EventStep, ID: id, Op: "apply", Step: step})
 	})
@@ -70,7 +79,7 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 	}
 	rec, err := e.store.Get(ctx, id)
 	if err != nil && !errcode.Is(err, errcode.NotFound) {
-		return fail(err)
+		return fail(&StateError{Op: "read", ID: id, Err: err})
 	}
 	if err != nil {
 		rec = nil
@@ -99,7 +108,10 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 			case err == nil:
 				p.outcome, p.res = OutcomeUnchanged, live
 				e.log.Debug("unchanged", "resource", id.String())
-				return e.record(ctx, n, rec, hash, live, true)
+				if err := e.record(ctx, n, rec, hash, live, true); err != nil {
+					return fail(&StateError{Op: "record", ID: id, Err: err})
+				}
+				return nil
 			case errcode.Is(err, errcode.NotFound):
 				e.log.Info("recorded resource is gone; creating it again", "resource", id.String())
 				outcome = OutcomeCreated
@@ -139,7 +151,7 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 	}
 	out = ready
 	if err := e.record(wctx, n, rec, hash, out, false); err != nil {
-		return fail(err)
+		return fail(&StateError{Op: "record", ID: id, Err: err})
 	}
 	p.outcome, p.res = outcome, out
 	e.log.Info(string(outcome), "resource", id.String(), "attempts", attempts)

@@ -25,6 +25,7 @@ type node struct {
 	owner    *manifest.ID
 	children []manifest.ID // sorted
 	deps     []manifest.ID // every $ref target, sorted
+	refs     []refs.Ref    // every $ref marker (not set for deletes)
 	refused  error         // set when the node must fail without running
 	del      bool          // delete the resource instead of applying it
 }
@@ -70,24 +71,30 @@ func (e *Engine) build(ctx context.Context, resources []*manifest.Resource) (*se
 		n := s.nodes[k]
 		if v, ok := n.prov.(registry.Validator); ok {
 			if err := e.safe("validate", n.id, func() error { return v.Validate(ctx, n.res) }); err != nil {
-				errs = append(errs, fmt.Errorf("openctl: %s%s: %w", n.id.Short(), at(n.res), err))
+				errs = append(errs, wrapf(err, "%s%s", n.id.Short(), at(n.res)))
 			}
 		}
-		deps, err := refs.Dependencies(n.res)
+		rs, err := refs.Collect(n.res)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("openctl: %s%s: %w", n.id.Short(), at(n.res), err))
+			errs = append(errs, wrapf(err, "%s%s", n.id.Short(), at(n.res)))
 			continue
 		}
-		n.deps = deps
-		for _, d := range deps {
+		n.refs = rs
+		n.deps = targets(rs)
+		routed := true
+		for _, d := range n.deps {
 			if s.node(d) != nil {
 				continue
 			}
 			// A dependency outside the call must at least route to a
 			// provider, or the apply would fail half-way.
 			if _, _, err := e.reg.Lookup(d); err != nil {
-				errs = append(errs, fmt.Errorf("openctl: %s%s: $ref to %s: %w", n.id.Short(), at(n.res), d.Short(), err))
+				routed = false
+				errs = append(errs, wrapf(err, "%s%s: $ref to %s", n.id.Short(), at(n.res), d.Short()))
 			}
+		}
+		if routed {
+			errs = append(errs, checkRefFields(n, e.kindOf(s))...)
 		}
 		s.g.AddNode(k)
 	}
@@ -115,12 +122,12 @@ func (e *Engine) build(ctx context.Context, resources []*manifest.Resource) (*se
 // composite, its planned children) to s.
 func (e *Engine) add(ctx context.Context, s *set, r *manifest.Resource, owner *node, depth int) error {
 	if err := manifest.Validate(r); err != nil {
-		return fmt.Errorf("openctl: %s%s: %w", r.ID().Short(), at(r), err)
+		return wrapf(err, "%s%s", r.ID().Short(), at(r))
 	}
 	id := r.ID()
 	p, kind, err := e.reg.Lookup(id)
 	if err != nil {
-		return fmt.Errorf("openctl: %s%s: %w", id.Short(), at(r), err)
+		return wrapf(err, "%s%s", id.Short(), at(r))
 	}
 	if kind.ReadOnly {
 		return errcode.New(errcode.Invalid, fmt.Sprintf("openctl: %s%s: kind %s is read-only", id.Short(), at(r), id.Kind))
@@ -149,7 +156,7 @@ func (e *Engine) add(ctx context.Context, s *set, r *manifest.Resource, owner *n
 	}
 	var children []*manifest.Resource
 	if err := e.safe("plan", id, func() (err error) { children, err = pl.Plan(ctx, r.DeepCopy()); return err }); err != nil {
-		return fmt.Errorf("openctl: plan %s%s: %w", id.Short(), at(r), err)
+		return wrapf(err, "plan %s%s", id.Short(), at(r))
 	}
 	var errs []error
 	for _, c := range children {
@@ -169,6 +176,28 @@ func (e *Engine) add(ctx context.Context, s *set, r *manifest.Resource, owner *n
 	}
 	slices.SortFunc(n.children, manifest.ID.Compare)
 	return errors.Join(errs...)
+}
+
+// targets returns the distinct targets of rs, sorted.
+func targets(rs []refs.Ref) []manifest.ID {
+	ids := make([]manifest.ID, 0, len(rs))
+	for _, r := range rs {
+		ids = append(ids, r.Target)
+	}
+	slices.SortFunc(ids, manifest.ID.Compare)
+	return slices.Compact(ids)
+}
+
+// kindOf returns a function giving the kind of a $ref target: the kind
+// of its node in s, or the one its provider serves.
+func (e *Engine) kindOf(s *set) func(manifest.ID) (registry.Kind, bool) {
+	return func(id manifest.ID) (registry.Kind, bool) {
+		if n := s.node(id); n != nil {
+			return n.kind, true
+		}
+		_, k, err := e.reg.Lookup(id)
+		return k, err == nil
+	}
 }
 
 // at renders " (file:line)" for a resource decoded from a file, or "".

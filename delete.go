@@ -26,9 +26,9 @@ func (e *Engine) Delete(ctx context.Context, ids ...manifest.ID) (*Report, error
 	var errs []error
 	for _, id := range ids {
 		if err := id.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("openctl: delete %s: %w", id.Short(), err))
+			errs = append(errs, wrapf(err, "delete %s", id.Short()))
 		} else if _, kind, err := e.reg.Lookup(id); err != nil {
-			errs = append(errs, fmt.Errorf("openctl: delete %s: %w", id.Short(), err))
+			errs = append(errs, wrapf(err, "delete %s", id.Short()))
 		} else if kind.ReadOnly {
 			errs = append(errs, errcode.New(errcode.Invalid, fmt.Sprintf("openctl: delete %s: kind %s is read-only", id.Short(), id.Kind)))
 		}
@@ -41,6 +41,9 @@ func (e *Engine) Delete(ctx context.Context, ids ...manifest.ID) (*Report, error
 		return nil, err
 	}
 	defer unlock()
+	if ctx, err = e.identify(ctx); err != nil {
+		return nil, err
+	}
 
 	s := newSet()
 	requested := map[manifest.ID]bool{}
@@ -71,7 +74,7 @@ func (e *Engine) addForDelete(ctx context.Context, s *set, id manifest.ID, owner
 	}
 	p, kind, err := e.reg.Lookup(id)
 	if err != nil {
-		return fmt.Errorf("openctl: delete %s: %w", id.Short(), err)
+		return wrapf(err, "delete %s", id.Short())
 	}
 	n := &node{id: id, key: id.String(), prov: p, kind: kind, owner: owner, del: true}
 	s.nodes[n.key] = n
@@ -93,7 +96,7 @@ func (e *Engine) addForDelete(ctx context.Context, s *set, id manifest.ID, owner
 			if pl, ok := p.(registry.Planner); ok && kind.Composite {
 				var children []*manifest.Resource
 				if err := e.safe("plan", id, func() (err error) { children, err = pl.Plan(ctx, live); return err }); err != nil {
-					return fmt.Errorf("openctl: delete %s: plan children: %w", id.Short(), err)
+					return wrapf(err, "delete %s: plan children", id.Short())
 				}
 				for _, c := range children {
 					if c == nil {
@@ -103,10 +106,10 @@ func (e *Engine) addForDelete(ctx context.Context, s *set, id manifest.ID, owner
 				}
 			}
 		} else if !errcode.Is(gerr, errcode.NotFound) {
-			return fmt.Errorf("openctl: delete %s: %w", id.Short(), gerr)
+			return wrapf(gerr, "delete %s", id.Short())
 		}
 	default:
-		return fmt.Errorf("openctl: delete %s: %w", id.Short(), err)
+		return wrapf(err, "delete %s", id.Short())
 	}
 	if deps, err := refs.Dependencies(n.res); err == nil {
 		n.deps = deps
@@ -117,7 +120,7 @@ func (e *Engine) addForDelete(ctx context.Context, s *set, id manifest.ID, owner
 			n.children = nil
 			return nil
 		} else if !errcode.Is(err, errcode.NotFound) {
-			return fmt.Errorf("openctl: delete %s: %w", id.Short(), err)
+			return wrapf(err, "delete %s", id.Short())
 		}
 	}
 	if depth >= e.maxDepth {
@@ -148,13 +151,13 @@ func (e *Engine) deleteOne(ctx context.Context, n *node, p *progress) error {
 		})
 		p.attempts = attempts
 		if err != nil {
-			return fmt.Errorf("openctl: delete %s: %w", id.Short(), err)
+			return wrapf(err, "delete %s", id.Short())
 		}
 	}
 	wctx, cancel := afterWrite(ctx) // it is gone: forget it even if ctx was cancelled meanwhile
 	defer cancel()
 	if err := e.store.Delete(wctx, id); err != nil {
-		return fmt.Errorf("openctl: delete %s: forget state: %w", id.Short(), err)
+		return wrapf(&StateError{Op: "forget", ID: id, Err: err}, "delete %s", id.Short())
 	}
 	p.outcome = outcome
 	if outcome == OutcomeDeleted {

@@ -32,9 +32,15 @@ const (
 )
 
 // Event is one step of progress on one resource. An Engine delivers events
-// to its observer (see WithObserver) one at a time, never concurrently, in
-// the order they happened.
+// to its observer (see WithObserver) one at a time, never concurrently.
+// The events of one resource arrive in the order they happened; across
+// resources worked on in parallel, in the order their deliveries were
+// serialised, which Time records.
 type Event struct {
+	// Time is when the event was delivered: stamped as deliveries are
+	// serialised, so it never decreases from one event to the next. It
+	// lags the moment the event happened by at most the time earlier
+	// events took to deliver.
 	Time time.Time
 	Type EventType
 	ID   manifest.ID

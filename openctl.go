@@ -203,7 +203,7 @@ func (e *Engine) Do(ctx context.Context, id manifest.ID, action string, args map
 		out = io.Discard
 	}
 	var res *registry.ActionResult
-	err = e.safe(action, id, func() (err error) {
+	err = e.safeTop(action, id, func() (err error) {
 		res, err = a.Do(ctx, registry.ActionRequest{Action: action, ID: id, Args: checked, Out: out})
 		return err
 	})
@@ -215,11 +215,11 @@ func (e *Engine) emit(ev Event) {
 	if e.observer == nil {
 		return
 	}
-	if ev.Time.IsZero() {
-		ev.Time = time.Now()
-	}
 	e.obsMu.Lock()
 	defer e.obsMu.Unlock()
+	// Stamped here, where deliveries are serialised, so that the times
+	// the observer sees never decrease (see Event.Time).
+	ev.Time = time.Now()
 	defer func() {
 		if v := recover(); v != nil {
 			e.log.Error("event observer panicked", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
@@ -229,20 +229,37 @@ func (e *Engine) emit(ev Event) {
 }
 
 // safe calls fn, turning a panic into an Internal error that names the
-// operation and resource, and logging the stack.
-func (e *Engine) safe(op string, id manifest.ID, fn func() error) (err error) {
+// provider call ("provider panicked in apply"), and logging the stack.
+// Callers wrap it with the resource.
+func (e *Engine) safe(op string, id manifest.ID, fn func() error) error {
+	err, _ := e.guard(op, id, fn)
+	return err
+}
+
+// safeTop is safe for errors returned as they are: a panic's error names
+// the resource too ("openctl: get Thing/a: provider panicked in get").
+func (e *Engine) safeTop(op string, id manifest.ID, fn func() error) error {
+	err, panicked := e.guard(op, id, fn)
+	if panicked {
+		err = wrapf(err, "%s %s", op, id.Short())
+	}
+	return err
+}
+
+// guard calls fn and reports whether it panicked; see safe.
+func (e *Engine) guard(op string, id manifest.ID, fn func() error) (err error, panicked bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			e.log.Error("provider panicked", "op", op, "resource", id.String(), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			msg := fmt.Sprintf("openctl: %s %s: provider panicked", op, id.Short())
+			msg := "provider panicked in " + op
 			cause, ok := v.(error)
 			if !ok {
 				msg += fmt.Sprintf(": %v", v)
 			}
-			err = &errcode.Error{Code: errcode.Internal, Msg: msg, Err: cause}
+			err, panicked = &errcode.Error{Code: errcode.Internal, Msg: msg, Err: cause}, true
 		}
 	}()
-	return fn()
+	return fn(), false
 }
 
 // stateWriteTimeout bounds a state write that must happen even though the

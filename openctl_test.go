@@ -200,7 +200,7 @@ func TestApplyProviderPanicIsInternal(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, openctl.OutcomeFailed, res.Outcome)
 	assert.Equal(t, errcode.Internal, errcode.Of(res.Err))
-	assert.Contains(t, res.Err.Error(), "panicked: nil map write")
+	assert.Contains(t, res.Err.Error(), "provider panicked in apply: nil map write")
 	res, _ = rep.Result(thingID("fine"))
 	assert.Equal(t, openctl.OutcomeCreated, res.Outcome)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/refs"
 	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/secret"
 	"github.com/openctl/openctl/state"
 )
 
@@ -32,7 +33,10 @@ type Change struct {
 	Action Action
 	// Fields are the changed spec fields, when known: as written in the
 	// manifest against the spec recorded in state (or the provider's own
-	// diff when it implements registry.Differ).
+	// diff when it implements registry.Differ). A no-op has none. The
+	// values of the kind's secret fields (registry.Kind.SecretFields) are
+	// secret.Secret values, which print as "[redacted]": a Plan never
+	// holds a secret in clear.
 	Fields []manifest.FieldChange
 	// Reasons explain the action ("does not exist", "values from
 	// VirtualMachine/db are known only after apply", a provider's reason
@@ -92,11 +96,21 @@ func (p *Plan) DOT() string {
 // update when it exists (its $ref values are known only after apply),
 // unless its provider's Diff says otherwise.
 func (e *Engine) Plan(ctx context.Context, resources ...*manifest.Resource) (*Plan, error) {
+	ctx, err := e.identify(ctx)
+	if err != nil {
+		return nil, err
+	}
 	s, err := e.build(ctx, resources)
 	if err != nil {
 		return nil, err
 	}
+	if err := e.checkSealing(ctx, s); err != nil {
+		return nil, err
+	}
 	if err := e.addPrunes(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := e.checkRefs(ctx, s); err != nil {
 		return nil, err
 	}
 	order, err := s.g.Sort()
@@ -109,8 +123,12 @@ func (e *Engine) Plan(ctx context.Context, resources ...*manifest.Resource) (*Pl
 		n := s.nodes[k]
 		c, err := e.planOne(ctx, n, plan)
 		if err != nil {
-			return nil, fmt.Errorf("openctl: plan %s%s: %w", n.id.Short(), at(n.res), err)
+			return nil, wrapf(err, "plan %s%s", n.id.Short(), at(n.res))
 		}
+		if c.Action == ActionNoOp {
+			c.Fields = nil
+		}
+		c.Fields = redactFields(n.kind.SecretFields, c.Fields)
 		plan.Changes = append(plan.Changes, c)
 		plan.byKey[k] = &plan.Changes[len(plan.Changes)-1]
 	}
@@ -156,7 +174,13 @@ func (e *Engine) planOne(ctx context.Context, n *node, plan *Plan) (Change, erro
 		return c, nil
 	}
 	if rec != nil {
-		c.Fields = manifest.Diff("spec", rec.Spec, n.res.Spec)
+		// The recorded spec leaves secret fields out: compare with them
+		// put back, and with "[redacted]" taken as "keep".
+		desired := n.res
+		if d, err := restoreSecrets(n, n.res, rec); err == nil {
+			desired = d
+		}
+		c.Fields = manifest.Diff("spec", recordedSpec(rec), desired.Spec)
 	}
 
 	var pending []string
@@ -226,4 +250,92 @@ func diffAction(a registry.DiffAction) Action {
 		return ActionReplace
 	}
 	return ActionUpdate
+}
+
+// recordedSpec returns the spec rec records as written, with the secret
+// spec fields it keeps sealed (rec.Secrets) put back.
+func recordedSpec(rec *state.Record) map[string]any {
+	spec, copied := rec.Spec, false
+	for p, v := range rec.Secrets {
+		path, ok := strings.CutPrefix(p, "spec.")
+		if !ok || path == "" {
+			continue
+		}
+		if !copied {
+			spec, copied = manifest.CopyMap(rec.Spec), true
+			if spec == nil {
+				spec = map[string]any{}
+			}
+		}
+		_ = manifest.SetField(spec, path, v.Reveal()) // a path the engine split off: it can be set again
+	}
+	return spec
+}
+
+// redactFields returns changes with the values of the secret spec fields
+// paths (a changed field that is one, or a changed block holding one)
+// replaced by secret.Secret values. A $ref marker is not a secret value
+// and stays.
+func redactFields(paths []string, changes []manifest.FieldChange) []manifest.FieldChange {
+	if len(paths) == 0 || len(changes) == 0 {
+		return changes
+	}
+	out := make([]manifest.FieldChange, len(changes))
+	for i, c := range changes {
+		for _, p := range paths {
+			switch {
+			case within(c.Path, p):
+				c.Old, c.New = redactValue(c.Old), redactValue(c.New)
+			case within(p, c.Path):
+				rest := strings.Split(p[len(c.Path)+1:], ".")
+				c.Old, c.New = redactAt(c.Old, rest), redactAt(c.New, rest)
+			}
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// within reports whether path is base or lies under it.
+func within(path, base string) bool {
+	rest, ok := strings.CutPrefix(path, base)
+	return ok && (rest == "" || rest[0] == '.' || rest[0] == '[')
+}
+
+// redactValue returns v as a secret.Secret, unless it is nil, a $ref
+// marker or already one.
+func redactValue(v any) any {
+	switch x := v.(type) {
+	case nil, secret.Secret:
+		return v
+	case string:
+		return secret.New(x)
+	}
+	if refs.IsMarker(v) {
+		return v
+	}
+	return secret.New(fmt.Sprint(v))
+}
+
+// redactAt returns a copy of v with the value at keys (map keys) redacted,
+// or v itself when it holds nothing there.
+func redactAt(v any, keys []string) any {
+	m, ok := v.(map[string]any)
+	if !ok || len(keys) == 0 {
+		return v
+	}
+	inner, ok := m[keys[0]]
+	if !ok {
+		return v
+	}
+	c := make(map[string]any, len(m))
+	for k, x := range m {
+		c[k] = x
+	}
+	if len(keys) == 1 {
+		c[keys[0]] = redactValue(inner)
+	} else {
+		c[keys[0]] = redactAt(inner, keys[1:])
+	}
+	return c
 }

@@ -355,7 +355,7 @@ func recorded(rec *state.Record) *manifest.Resource {
 func (e *Engine) live(ctx context.Context, id manifest.ID) (*manifest.Resource, error) {
 	var out *manifest.Resource
 	_, err := e.retry(ctx, id, "", func(ctx context.Context) error {
-		return e.safe("get", id, func() (err error) { out, err = e.reg.Get(ctx, id); return err })
+		return e.safeTop("get", id, func() (err error) { out, err = e.reg.Get(ctx, id); return err })
 	})
 	return out, err
 }
@@ -366,7 +366,7 @@ func (e *Engine) list(ctx context.Context, apiVersion, kind string) ([]*manifest
 	var out []*manifest.Resource
 	id := manifest.ID{APIVersion: apiVersion, Kind: kind}
 	_, err := e.retry(ctx, id, "", func(ctx context.Context) error {
-		return e.safe("list", id, func() (err error) { out, err = e.reg.List(ctx, apiVersion, kind); return err })
+		return e.safeTop("list", id, func() (err error) { out, err = e.reg.List(ctx, apiVersion, kind); return err })
 	})
 	return out, err
 }

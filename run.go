@@ -28,7 +28,7 @@ func (e *Engine) run(ctx context.Context, s *set) (*Report, error) {
 	}
 	onEvent := func(ev graph.Event[string]) {
 		n := s.nodes[ev.Node]
-		out := Event{Time: ev.Time, ID: n.id, Op: n.op(), Elapsed: ev.Duration}
+		out := Event{ID: n.id, Op: n.op(), Elapsed: ev.Duration} // emit stamps the time
 		switch ev.Type {
 		case graph.EventStarted:
 			out.Type = EventStarted

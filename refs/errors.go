@@ -22,6 +22,29 @@ type Error struct {
 	Code     errcode.Code // the classification, matched by errors.Is
 	Msg      string       // what went wrong; may be empty when Err says it all
 	Err      error        // the cause (the Getter's error, manifest's error), may be nil
+
+	missing error // ErrTargetNotFound or ErrFieldNotFound, when that is the cause
+}
+
+// ErrTargetNotFound is matched (errors.Is) by an [*Error] whose target
+// resource does not exist, and by nothing else: not by a target that
+// exists without the field (see [ErrFieldNotFound]), nor by a Getter's
+// NotFound about something else.
+var ErrTargetNotFound = errors.New("refs: the referenced resource does not exist")
+
+// ErrFieldNotFound is matched (errors.Is) by an [*Error] whose target
+// exists but has no value at the field the marker names.
+var ErrFieldNotFound = errors.New("refs: the referenced resource has no such field")
+
+// TargetNotFound returns the [*Error] for ref, found in the spec of
+// resource, whose target does not exist; why says how that is known. It
+// has code [errcode.NotFound] and matches [ErrTargetNotFound].
+func TargetNotFound(resource manifest.ID, ref Ref, why string) *Error {
+	msg := "the referenced resource does not exist"
+	if why != "" {
+		msg += ": " + why
+	}
+	return &Error{Resource: resource, Path: ref.Path, Target: ref.Target, Field: ref.Field, Code: errcode.NotFound, Msg: msg, missing: ErrTargetNotFound}
 }
 
 // Error renders the error as
@@ -72,8 +95,12 @@ func (e *Error) Unwrap() error {
 	return e.Code
 }
 
-// Is reports whether target is the error's code.
+// Is reports whether target is the error's code, or [ErrTargetNotFound]
+// or [ErrFieldNotFound] when that is what went wrong.
 func (e *Error) Is(target error) bool {
+	if target == ErrTargetNotFound || target == ErrFieldNotFound {
+		return e.missing == target
+	}
 	c, ok := target.(errcode.Code)
 	return ok && c == e.Code
 }

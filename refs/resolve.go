@@ -177,7 +177,7 @@ func (w *resolver) lookup(target manifest.ID, field string) (any, error) {
 	case err != nil:
 		return nil, w.fail(&Error{Target: target, Field: field, Code: errcode.Of(err), Err: err})
 	case !found:
-		return nil, w.fail(&Error{Target: target, Field: field, Code: errcode.NotFound, Msg: "field not found"})
+		return nil, w.fail(&Error{Target: target, Field: field, Code: errcode.NotFound, Msg: "field not found", missing: ErrFieldNotFound})
 	}
 	return v, nil
 }
@@ -193,7 +193,11 @@ func (w *resolver) fetch(target manifest.ID, field string) (map[string]any, erro
 	}
 	res, err := w.g.Get(w.ctx, target)
 	if err != nil {
-		return nil, w.fail(&Error{Target: target, Field: field, Code: getterCode(err), Err: err})
+		e := &Error{Target: target, Field: field, Code: getterCode(err), Err: err}
+		if e.Code == errcode.NotFound {
+			e.missing = ErrTargetNotFound
+		}
+		return nil, w.fail(e)
 	}
 	if res == nil {
 		return nil, w.fail(&Error{Target: target, Field: field, Code: errcode.Internal, Msg: "Getter returned no resource and no error"})

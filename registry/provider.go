@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"io"
+	"strings"
 
 	"github.com/openctl/openctl/manifest"
 )
@@ -73,10 +74,47 @@ type Kind struct {
 	// and output redacts them. (A $ref marker in a spec field stays in the
 	// recorded spec: it names where the secret comes from, not its value.)
 	SecretFields []string `json:"secretFields,omitempty"`
+	// Fields, when set, declares every field a resource of the kind can
+	// have, as dotted paths into its object form ("spec.cpu.cores",
+	// "status.ip"; map keys only, no list indexes). A path stands for its
+	// whole subtree: "spec.tags" covers "spec.tags[0]", "spec.labels"
+	// covers "spec.labels.team". The engine uses it to reject, before
+	// anything is applied, a $ref naming a field no resource of the kind
+	// can ever have (see [Kind.HasField]). apiVersion, kind and metadata
+	// are always allowed. Empty: $ref fields to the kind are not checked.
+	Fields []string `json:"fields,omitempty"`
 	// Columns are the kind's table columns after NAME, in order, as a CLI
 	// prints them ("openctl get vms"); Wide ones only in wide output. A
 	// CLI adds AGE itself.
 	Columns []Column `json:"columns,omitempty"`
+}
+
+// HasField reports whether a resource of the kind can have the field at
+// path (a $ref field: "status.ip", "spec.disks[0].size"): always when the
+// kind declares no Fields; otherwise when path is under apiVersion, kind or
+// metadata, is a declared path, lies under one, or leads to one ("status"
+// when "status.ip" is declared).
+func (k Kind) HasField(path string) bool {
+	if len(k.Fields) == 0 || path == "" {
+		return true
+	}
+	for _, top := range [...]string{"apiVersion", "kind", "metadata"} {
+		if within(path, top) {
+			return true
+		}
+	}
+	for _, f := range k.Fields {
+		if within(path, f) || within(f, path) {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether path is base or lies under it.
+func within(path, base string) bool {
+	rest, ok := strings.CutPrefix(path, base)
+	return ok && (rest == "" || rest[0] == '.' || rest[0] == '[')
 }
 
 // Column is one column of a kind's table output.

@@ -1,0 +1,185 @@
+package openctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/refs"
+	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/state"
+)
+
+// The preconditions of an operation, checked after the input is valid
+// (build) and, for Apply and Delete, the state lock is taken, but before
+// the first provider write:
+//
+//   - the state store's identity, if it has one (state.Identified), which
+//     every provider call then sees as registry.Owner;
+//   - that the store can seal and open secrets, when a resource's kind has
+//     secret fields and the store can say so (Unlock, see storeUnlocker);
+//   - that every $ref target outside the call exists live.
+
+// StateError reports that the state store could not do what the operation
+// needed: Op is "identify" (state.Identified's StoreID), "unlock" (make
+// sure secrets can be sealed and opened: the state passphrase), "read" (a
+// record), "record" (write a record after the provider made a change) or
+// "forget" (remove the record of a deleted resource).
+// Its code is the store error's (errors.Is and errcode.Of see through it):
+// for "unlock", Unauthorized means a wrong passphrase and Invalid a
+// missing or unusable one.
+type StateError struct {
+	Op  string
+	ID  manifest.ID // the resource, for "read" and "record"; zero otherwise
+	Err error
+}
+
+// Error names what the store could not do and why.
+func (e *StateError) Error() string {
+	var what string
+	switch e.Op {
+	case "identify":
+		what = "reading the state store's identity"
+	case "unlock":
+		what = "the state store cannot seal or open secrets"
+	case "record":
+		what = "recording " + e.ID.Short() + " in the state (it was applied)"
+	case "read":
+		what = "reading the record of " + e.ID.Short() + " from the state"
+	case "forget":
+		what = "forgetting " + e.ID.Short() + " in the state (it was deleted)"
+	default:
+		what = e.Op + " " + e.ID.Short() + " in the state"
+	}
+	return "openctl: " + what + ": " + trimPrefix(e.Err)
+}
+
+// Unwrap returns the store's error.
+func (e *StateError) Unwrap() error { return e.Err }
+
+// storeUnlocker is the optional ability of a state store to make sure,
+// before anything is applied, that it can seal and open secrets: ask for
+// its passphrase and unlock (or create) its data key. A store without it
+// is asked nothing in advance and fails, if it must, when a record with
+// secrets is written.
+type storeUnlocker interface {
+	Unlock(ctx context.Context) error
+}
+
+// identify returns ctx carrying the store's identity as registry.Owner,
+// read once, when the store has one.
+func (e *Engine) identify(ctx context.Context) (context.Context, error) {
+	st, ok := e.store.(state.Identified)
+	if !ok {
+		return ctx, nil
+	}
+	id, err := st.StoreID(ctx)
+	if err == nil && id == "" {
+		err = errcode.New(errcode.Internal, "state: StoreID returned an empty identity")
+	}
+	if err != nil {
+		return nil, &StateError{Op: "identify", Err: err}
+	}
+	return registry.WithOwner(ctx, id), nil
+}
+
+// checkSealing makes sure the store can seal and open secrets when a resource
+// of s may have some (its kind declares secret fields).
+func (e *Engine) checkSealing(ctx context.Context, s *set) error {
+	u, ok := e.store.(storeUnlocker)
+	if !ok {
+		return nil
+	}
+	need := false
+	for _, n := range s.nodes {
+		need = need || len(n.kind.SecretFields) > 0
+	}
+	if !need {
+		return nil
+	}
+	if err := u.Unlock(ctx); err != nil {
+		return &StateError{Op: "unlock", Err: err}
+	}
+	return nil
+}
+
+// checkRefs makes sure that every $ref of s to a resource outside s
+// points at a resource that exists: one the provider finds live, which is
+// where Resolve reads it. Every failure is reported, joined, each naming
+// the referring resource and the marker.
+func (e *Engine) checkRefs(ctx context.Context, s *set) error {
+	type use struct {
+		n   *node
+		ref refs.Ref
+	}
+	uses := map[manifest.ID][]use{}
+	for _, k := range slices.Sorted(maps.Keys(s.nodes)) {
+		n := s.nodes[k]
+		if n.del {
+			continue
+		}
+		for _, r := range n.refs {
+			if s.node(r.Target) == nil {
+				uses[r.Target] = append(uses[r.Target], use{n, r})
+			}
+		}
+	}
+	var errs []error
+	for _, target := range slices.SortedFunc(maps.Keys(uses), manifest.ID.Compare) {
+		_, err := e.live(ctx, target)
+		if err == nil {
+			continue
+		}
+		for _, u := range uses[target] {
+			if errcode.Is(err, errcode.NotFound) {
+				errs = append(errs, wrapf(refs.TargetNotFound(u.n.id, u.ref, "it is not among the resources given and its provider does not find it"), "%s%s", u.n.id.Short(), at(u.n.res)))
+				continue
+			}
+			errs = append(errs, wrapf(err, "%s%s: %s: cannot read the $ref target %s", u.n.id.Short(), at(u.n.res), u.ref.Path, target.Short()))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkRefFields reports the $refs of n that name a field their target's
+// kind declares it can never have (registry.Kind.Fields).
+func checkRefFields(n *node, kindOf func(manifest.ID) (registry.Kind, bool)) []error {
+	var errs []error
+	for _, r := range n.refs {
+		k, ok := kindOf(r.Target)
+		if !ok || k.HasField(r.Field) {
+			continue
+		}
+		e := &refs.Error{Resource: n.id, Path: r.Path, Target: r.Target, Field: r.Field, Code: errcode.Invalid,
+			Msg: fmt.Sprintf("kind %s has no field %s (its fields: %s)", r.Target.Kind, r.Field, strings.Join(k.Fields, ", "))}
+		errs = append(errs, wrapf(e, "%s%s", n.id.Short(), at(n.res)))
+	}
+	return errs
+}
+
+// opError is an error of the engine: "openctl: <what>: <cause>", where a
+// cause that names openctl already ("openctl: ...") does not say it again.
+type opError struct {
+	what string
+	err  error
+}
+
+func (e *opError) Error() string { return "openctl: " + e.what + ": " + trimPrefix(e.err) }
+
+func (e *opError) Unwrap() error { return e.err }
+
+// wrapf returns err as "openctl: <format...>: <err>", saying "openctl:"
+// once.
+func wrapf(err error, format string, args ...any) error {
+	return &opError{what: fmt.Sprintf(format, args...), err: err}
+}
+
+// trimPrefix returns err's message without a leading "openctl: ".
+func trimPrefix(err error) string {
+	return strings.TrimPrefix(err.Error(), "openctl: ")
+}
