@@ -23,8 +23,14 @@ import (
 // with an edge for every $ref and from each child to its owner, and
 // rejects the whole call before changing anything if a manifest is
 // invalid, routes to no provider, is defined twice or takes part in a
-// dependency cycle. It then takes the state lock and works through the
-// graph, independent resources in parallel up to the engine's
+// dependency cycle. It then takes the state lock and checks, still before
+// any provider write, the preconditions: it reads the state store's
+// identity (state.Identified), which every provider call then sees as
+// registry.Owner; it asks a store that can say so (a method
+// Unlock(ctx) error) whether it can seal and open secrets, when a kind
+// has secret fields; and it makes sure every $ref target outside the call
+// exists. A failure there is returned with a nil Report; a state store's
+// failure is a *StateError. It then works through the graph, independent resources in parallel up to the engine's
 // concurrency: for each resource it resolves $refs from live values,
 // skips the provider entirely when the resolved spec's hash matches the
 // one recorded in state and the resource still exists, otherwise calls the

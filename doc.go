@@ -21,8 +21,13 @@
 // refs) is both an edge and a value, resolved from the live resource
 // right before the dependent is applied; providers never see a raw $ref.
 // Invalid input — a malformed manifest, an unknown apiVersion group, a
-// malformed $ref, a resource defined twice, a dependency cycle — fails the
-// whole call before anything is touched, with every problem named.
+// malformed $ref, a $ref to a field its target's kind cannot have, a
+// resource defined twice, a dependency cycle — fails the whole call before
+// anything is touched, with every problem named. So do the preconditions
+// checked once the state lock is taken: the state store's identity
+// (handed to providers as registry.Owner), a store that cannot seal the
+// secrets it would have to record ([StateError]), and a $ref to a
+// resource outside the call that does not exist.
 //
 // Independent resources run in parallel up to the concurrency bound; a
 // failure skips only its dependents, and every resource gets a [Result].
@@ -83,7 +88,9 @@
 //
 // An observer set with [WithObserver] receives an [Event] for each step of
 // each resource of an Apply or Delete — started, provider steps, retries,
-// waiting for readiness, and the outcome — one at a time, in order.
+// waiting for readiness, and the outcome — one at a time, each resource's
+// in order, stamped (Event.Time) as they are delivered, so that times
+// never decrease.
 //
 // # Errors
 //

@@ -368,3 +368,40 @@ func TestErrorPrefixSaidOnce(t *testing.T) {
 	assert.Equal(t, "openctl: apply Thing/a (a.yaml:3): the test provider is not configured (INVALID_REQUEST)", err.Error())
 	assert.True(t, errors.Is(err, errcode.Invalid))
 }
+
+// fieldsProvider declares the fields of its Thing kind.
+type fieldsProvider struct{ *testProvider }
+
+func (p fieldsProvider) Kinds() []registry.Kind {
+	ks := p.testProvider.Kinds()
+	ks[0].Fields = []string{"spec", "status.ip", "status.token"}
+	return ks
+}
+
+// TestRefToFieldTheKindCannotHave (item 6): a $ref field outside what the
+// target's kind declares is Invalid in Validate, Plan and Apply, before
+// anything is applied; one inside passes.
+func TestRefToFieldTheKindCannotHave(t *testing.T) {
+	ctx := t.Context()
+	p := fieldsProvider{newTestProvider()}
+	e := newEngine(t, p)
+	a := thing("a", nil)
+	b := thing("b", map[string]any{"peer": ref("a", "status.address")})
+	b.Source = manifest.Source{File: "b.yaml", Line: 7}
+
+	want := "openctl: Thing/b (b.yaml:7): refs: Thing/b spec.peer: $ref to Thing/a field status.address: kind Thing has no field status.address (its fields: spec, status.ip, status.token)"
+	err := e.Validate(ctx, a, b)
+	require.Error(t, err)
+	assert.True(t, errcode.Is(err, errcode.Invalid))
+	assert.Equal(t, want, err.Error())
+	_, err = e.Plan(ctx, a, b)
+	assert.Equal(t, want, err.Error())
+	_, err = e.Apply(ctx, a, b)
+	assert.Equal(t, want, err.Error())
+	assert.Zero(t, p.Calls().Writes())
+
+	for _, field := range []string{"status.ip", "status", "spec.anything", "metadata.name", ""} {
+		ok := thing("b", map[string]any{"peer": ref("a", field)})
+		assert.NoError(t, e.Validate(ctx, a, ok), "field %q", field)
+	}
+}

@@ -286,9 +286,14 @@ func (e *Engine) lock(ctx context.Context, op string) (func() error, error) {
 
 // Validate checks resources the way Apply and Plan do before they touch
 // anything — manifest validity, routing to a provider, provider
-// Validators, $ref syntax and targets, duplicates, dependency cycles and
-// composite plans — without reading state or applying anything. Every
-// problem found is reported, joined.
+// Validators, $ref syntax, that each $ref target routes to a provider and
+// that its field is one the target's kind can have (registry.Kind.Fields),
+// duplicates, dependency cycles and composite plans — without reading
+// state or applying anything. Every problem found is reported, joined.
+//
+// Validate works offline: it cannot know whether a $ref target outside
+// the resources given exists. Plan and Apply check that too (the target
+// must exist live), before anything is applied.
 func (e *Engine) Validate(ctx context.Context, resources ...*manifest.Resource) error {
 	_, err := e.build(ctx, resources)
 	return err

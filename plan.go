@@ -90,7 +90,9 @@ func (p *Plan) DOT() string {
 
 // Plan reports what Apply would do with the same resources, without
 // changing anything: it reads live resources and state, never writes.
-// Invalid input fails exactly as it would in Apply.
+// Invalid input, a state store that cannot open secrets and a $ref to a
+// resource that does not exist fail exactly as they would in Apply.
+// Nothing in a Plan holds a secret in clear (see Change.Fields).
 //
 // A resource that depends on a resource that will change is planned as an
 // update when it exists (its $ref values are known only after apply),

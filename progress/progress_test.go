@@ -19,6 +19,7 @@ import (
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/progress"
+	"github.com/openctl/openctl/refs"
 )
 
 var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
@@ -230,7 +231,14 @@ func TestAdvice(t *testing.T) {
 		{"invalid", openctl.Result{Err: errcode.New(errcode.Invalid, "x")}, "fix the manifest at the file:line named above"},
 		{"conflict", openctl.Result{Err: errcode.New(errcode.Conflict, "state: locked by bob")}, "another openctl holds the state lock (named above): wait for it to finish, or run `openctl state force-unlock` if it crashed"},
 		{"already exists", openctl.Result{Err: errcode.New(errcode.AlreadyExists, "demo: service web-01 exists")}, "a resource openctl did not create has that name: rename yours or remove the existing one"},
-		{"not found", openctl.Result{Err: errcode.New(errcode.NotFound, "refs: Service/db")}, "the referenced resource does not exist: create it first or fix the reference"},
+		{"ref target not found", openctl.Result{Err: fmt.Errorf("openctl: x: %w", refs.TargetNotFound(svc("web"), refs.Ref{Path: "spec.db", Target: svc("db")}, ""))}, "the referenced resource does not exist: create it first or fix the reference"},
+		{"ref field not found", openctl.Result{Err: refFieldNotFound(t)}, "the referenced resource has no value at that field (yet): check the field's name, or apply what sets it first"},
+		{"other not found", openctl.Result{Err: errcode.New(errcode.NotFound, "demo: template ubuntu-24.04 not found")}, "something the resource needs was not found (named above): create it, or fix the manifest to name one that exists"},
+		{"missing state passphrase", openctl.Result{Err: &openctl.StateError{Op: "unlock", Err: errcode.New(errcode.Invalid, "seal: no state passphrase")}, Source: manifest.Source{File: "sec.yaml", Line: 2}}, "the state needs its passphrase to seal secrets: set OPENCTL_STATE_PASSPHRASE to it, or OPENCTL_STATE_PASSPHRASE_FILE to a file holding it (a new state takes the one given)"},
+		{"wrong state passphrase", openctl.Result{Err: &openctl.StateError{Op: "unlock", Err: errcode.New(errcode.Unauthorized, "seal: wrong passphrase")}}, "the state passphrase is wrong: set OPENCTL_STATE_PASSPHRASE (or OPENCTL_STATE_PASSPHRASE_FILE) to the passphrase this state was created with"},
+		{"record failed", openctl.Result{Err: fmt.Errorf("openctl: apply: %w", &openctl.StateError{Op: "record", ID: svc("a"), Err: errcode.New(errcode.Invalid, "seal: no state passphrase")}), Source: manifest.Source{File: "sec.yaml", Line: 2}}, "the resource was applied but the state could not record it: fix the state problem named above (if it is the passphrase, set OPENCTL_STATE_PASSPHRASE), then re-run the same command"},
+		{"state read unauthorized", openctl.Result{Err: &openctl.StateError{Op: "read", ID: svc("a"), Err: errcode.New(errcode.Unauthorized, "seal: wrong passphrase")}}, "the state refused access: check the state passphrase (OPENCTL_STATE_PASSPHRASE) and the state store's credentials; the error above says which"},
+		{"state identify", openctl.Result{Err: &openctl.StateError{Op: "identify", Err: errors.New("disk full")}}, "the state store failed (named above): fix it, then re-run the same command"},
 		{"canceled", openctl.Result{Err: fmt.Errorf("openctl: apply: %w", context.Canceled)}, "interrupted: re-run the same command to converge"},
 		{"internal", openctl.Result{Err: errors.New("boom")}, "an unexpected error: re-run the same command, and report it with this message if it happens again"},
 	} {
@@ -511,4 +519,16 @@ func TestTTYInterleave(t *testing.T) {
 	_, err = plain.Interleave(&p).Write([]byte("x\n"))
 	require.NoError(t, err)
 	assert.Equal(t, "x\n", p.String())
+}
+
+// refFieldNotFound resolves a $ref to a field its target lacks.
+func refFieldNotFound(t *testing.T) error {
+	t.Helper()
+	web := &manifest.Resource{APIVersion: svc("web").APIVersion, Kind: svc("web").Kind, Metadata: manifest.Metadata{Name: "web"},
+		Spec: map[string]any{"db": refs.Marker(svc("db"), "status.ip")}}
+	_, err := refs.Resolve(t.Context(), refs.GetterFunc(func(ctx context.Context, id manifest.ID) (*manifest.Resource, error) {
+		return &manifest.Resource{APIVersion: id.APIVersion, Kind: id.Kind, Metadata: manifest.Metadata{Name: id.Name}}, nil
+	}), web)
+	require.Error(t, err)
+	return err
 }

@@ -37,7 +37,8 @@ func (f GetterFunc) Get(ctx context.Context, id manifest.ID) (*manifest.Resource
 // Resolve stops at the first failure and returns an [*Error]: code
 // [errcode.Invalid] for a malformed marker, a self-reference or a field
 // path that runs into a value of the wrong type; [errcode.NotFound] for a
-// target the Getter does not find or a field the target does not have; the
+// target the Getter does not find (matching [ErrTargetNotFound] too) or a
+// field the target does not have (matching [ErrFieldNotFound]); the
 // Getter's own code (see [errcode.Of]) for any other Getter error, which
 // the *Error wraps. A cancelled ctx is returned wrapped in the same way.
 func Resolve(ctx context.Context, g Getter, r *manifest.Resource) (*manifest.Resource, error) {
