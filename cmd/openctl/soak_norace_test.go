@@ -1,0 +1,6 @@
+//go:build !race
+
+package main
+
+// raceEnabled reports that the test binary is built with -race.
+const raceEnabled = false
