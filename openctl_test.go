@@ -403,6 +403,36 @@ func TestPlanReplaceFromDiffer(t *testing.T) {
 	assert.Equal(t, []string{"template changed: needs a new VM"}, ch.Reasons)
 }
 
+// flakyDiffer fails its first Diff with a transient error.
+type flakyDiffer struct {
+	differProvider
+	calls *atomic.Int32
+}
+
+func (p flakyDiffer) Diff(ctx context.Context, desired, live *manifest.Resource) (registry.Diff, error) {
+	if p.calls.Add(1) == 1 {
+		return registry.Diff{}, errcode.New(errcode.Transient, "test: 500 read the config")
+	}
+	return p.differProvider.Diff(ctx, desired, live)
+}
+
+// TestPlanRetriesTransientDiff: Plan retries a Differ's transient failure
+// as it retries Get, instead of failing the plan.
+func TestPlanRetriesTransientDiff(t *testing.T) {
+	tp := newTestProvider()
+	tp.diff = func(desired, live *manifest.Resource) registry.Diff { return registry.Diff{Action: registry.DiffNone} }
+	calls := &atomic.Int32{}
+	e := newEngine(t, flakyDiffer{differProvider{tp}, calls})
+	vm := thing("vm", nil)
+	_, err := e.Apply(t.Context(), vm)
+	require.NoError(t, err)
+	calls.Store(0)
+	plan, err := e.Plan(t.Context(), vm)
+	require.NoError(t, err)
+	assert.False(t, plan.HasChanges())
+	assert.Equal(t, int32(2), calls.Load())
+}
+
 func TestApplyWaitsForReadiness(t *testing.T) {
 	tp := newTestProvider()
 	var polls atomic.Int32

@@ -206,7 +206,9 @@ func (e *Engine) planOne(ctx context.Context, n *node, plan *Plan) (Change, erro
 	}
 	if d, ok := n.prov.(registry.Differ); ok {
 		var diff registry.Diff
-		if err := e.safe("diff", n.id, func() (err error) { diff, err = d.Diff(ctx, resolved, live); return err }); err != nil {
+		if _, err := e.retry(ctx, n.id, "", func(ctx context.Context) error {
+			return e.safe("diff", n.id, func() (err error) { diff, err = d.Diff(ctx, resolved, live); return err })
+		}); err != nil {
 			return c, err
 		}
 		c.Action = diffAction(diff.Action)
