@@ -19,8 +19,10 @@ import (
 	"github.com/openctl/openctl/state"
 )
 
-// Tests for issue 12 (items 3's engine side, 5, 6, 9, 10 and the error
-// prefix said twice).
+// Tests of what the engine checks before the first change (the store's
+// identity and keys, $ref targets and fields) and of what it promises
+// around it: providers see the store's identity, plans hold no secret in
+// clear, event times never go back, and messages name "openctl" once.
 
 // identifiedStore is a Memory store with an identity (state.Identified).
 type identifiedStore struct {
