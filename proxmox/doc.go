@@ -53,7 +53,8 @@
 // actions, so two openctl installations with different state stores never
 // adopt, change or delete each other's VMs; a marker without an owner
 // (written before owners were, or by a Provider used without an engine)
-// is adopted and gets the caller's owner. Two such installations creating
+// is adopted and gets the caller's owner. A caller without an owner (no
+// engine) is refused nothing on that account and keeps the VM's. Two such installations creating
 // one name at once both clone; once its clone is named, each lists the
 // VMs of that name (waiting for clones still running elsewhere into a
 // lower VMID): the lowest VMID wins, and the loser removes its clone and
