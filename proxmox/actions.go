@@ -3,6 +3,7 @@ package proxmox
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/openctl/openctl/errcode"
@@ -40,7 +41,7 @@ func (p *Provider) Do(ctx context.Context, req registry.ActionRequest) (*registr
 	fail := func(err error) (*registry.ActionResult, error) {
 		return nil, fmt.Errorf("proxmox: %s VirtualMachine %s: %w", req.Action, name, classify(err))
 	}
-	c, r, err := p.locate(ctx, name)
+	c, r, err := p.locateSettled(ctx, name)
 	if err != nil {
 		return fail(err)
 	}
@@ -54,6 +55,9 @@ func (p *Provider) Do(ctx context.Context, req registry.ActionRequest) (*registr
 	}
 	if !isManaged(conf) {
 		return fail(errcode.New(errcode.Invalid, fmt.Sprintf("VM %d on %s was not created by openctl; use the Proxmox UI or API for it", r.VMID, r.Node)))
+	}
+	if err := checkOwner(name, strconv.Itoa(r.VMID), r.Node, ownerOf(conf), registry.Owner(ctx)); err != nil {
+		return fail(err)
 	}
 	t := p.cfg.Timeouts
 	msg := ""

@@ -189,7 +189,7 @@ func (p *Provider) clone(ctx context.Context, c *conn, s *VMSpec, name, node str
 	registry.ReportStep(ctx, fmt.Sprintf("cloning %s", tmplLabel(TemplateSpec{Name: t.Name, VMID: t.VMID})))
 	params := map[string]string{
 		"name":        name,
-		"description": provisioningDescription(s.Description, s.Template),
+		"description": description(s.Description, marking{tmpl: *s.Template, owner: registry.Owner(ctx), provisioning: true}),
 		"full":        boolStr(s.Template.full()),
 	}
 	if node != t.Node {

@@ -35,11 +35,20 @@ func (p *Provider) Diff(ctx context.Context, desired, live *manifest.Resource) (
 	}
 	v := vmRef{c: c, node: nodeName, vmid: int(id)}
 	conf, err := v.readConfig(ctx)
+	if errcode.Is(err, errcode.NotFound) {
+		// Destroyed since Get read it: gone, not an error.
+		return registry.Diff{Action: registry.DiffUpdate, Reasons: []string{
+			fmt.Sprintf("VM %d disappeared while openctl read it (destroyed meanwhile): apply will create it again", id)}}, nil
+	}
 	if err != nil {
 		return registry.Diff{}, fmt.Errorf("proxmox: diff VirtualMachine %s: %w", desired.Metadata.Name, err)
 	}
 	running := state == StateRunning
-	pl, err := planChanges(s, desired.Metadata.Name, nodeName, conf, running, c.cfg.Defaults)
+	// A VM whose creation was interrupted is compared with what a new VM
+	// must be: in its power state (started, unless startOnCreate says
+	// otherwise) with its address known.
+	created := isProvisioning(conf)
+	pl, err := planChanges(s, desired.Metadata.Name, nodeName, conf, running, c.cfg.Defaults, marking{owner: registry.Owner(ctx), provisioning: created})
 	if err != nil {
 		return registry.Diff{}, fmt.Errorf("proxmox: diff VirtualMachine %s: %w", desired.Metadata.Name, err)
 	}
@@ -55,7 +64,11 @@ func (p *Provider) Diff(ctx context.Context, desired, live *manifest.Resource) (
 	if !pl.empty() {
 		d.Action = registry.DiffUpdate
 	}
-	if want := s.desiredState(false); want != "" && want != state {
+	if created {
+		d.Action = registry.DiffUpdate
+		d.Reasons = append(d.Reasons, fmt.Sprintf("the creation of VM %d was interrupted: apply will finish it", id))
+	}
+	if want := s.desiredState(created); want != "" && want != state {
 		d.Action = registry.DiffUpdate
 		d.Fields = append(d.Fields, manifest.FieldChange{Path: "spec.state", Old: state, New: want})
 	}

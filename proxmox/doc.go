@@ -47,7 +47,32 @@
 // Apply is idempotent by name. A VM openctl created carries the tag
 // "openctl" and a marker line at the end of its description; a VM with the
 // same name but without the marker is an ALREADY_EXISTS error and is never
-// adopted, changed or deleted. Creating a VM reads the cluster once,
+// adopted, changed or deleted. The marker names the owner: the identity
+// of the state store the engine records into (registry.Owner). A VM whose
+// marker names another owner is ALREADY_EXISTS for Apply, Delete and
+// actions, so two openctl installations with different state stores never
+// adopt, change or delete each other's VMs; a marker without an owner
+// (written before owners were, or by a Provider used without an engine)
+// is adopted and gets the caller's owner. A caller without an owner (no
+// engine) is refused nothing on that account and keeps the VM's. Two such installations creating
+// one name at once both clone; once its clone is named, each lists the
+// VMs of that name (waiting for clones still running elsewhere into a
+// lower VMID): the lowest VMID wins, and the loser removes its clone and
+// fails ALREADY_EXISTS. Several VMs of one name are told apart by owner.
+//
+// Before acting on an existing VM, Apply, Delete and actions wait for the
+// tasks still running on it (a clone, config, start, shutdown, stop,
+// reboot, resize or destroy another client or an interrupted run
+// started), then look again: a destroy in flight is never adopted, a start
+// in flight is not started twice.
+//
+// A new VM's marker says "provisioning" until the VM is converged:
+// configured, in its desired power state and, when running, its address
+// known. An Apply that finds the marker (the one that created the VM was
+// killed or cancelled) finishes the VM as new — starts it unless
+// startOnCreate says otherwise — and Diff reports it as a change. Diff
+// compares the live VM, its power state included, with the spec; a VM
+// destroyed while it is read is gone (Get: NOT_FOUND), not an error. Creating a VM reads the cluster once,
 // chooses the node, checks the template (disks only grow; a template
 // without a guest agent and a DHCP address would leave the VM's address
 // unknowable, which fails at once with advice), allocates a VMID and clones
@@ -94,12 +119,21 @@
 //     lock, with the next free VMID, up to 8 attempts;
 //   - reading back the config of the VM just cloned, up to 5 attempts
 //     (failing would destroy the clone and clone again);
+//   - reading /cluster/resources after a clone, to settle a race for the
+//     name, up to 5 attempts;
 //   - polling a task it started, until the task's timeout, and the guest
 //     agent of a VM it started, until Timeouts.GuestAgent;
 //   - removing a VM it created and could not finish, up to 8 attempts.
 //
-// Everything else — reading /cluster/resources, a config, a template —
-// fails the call with its classified error for the engine to retry.
+// Everything else — reading /cluster/resources, a config, a template, a
+// node's task list — fails the call with its classified error for the
+// engine to retry. So does Get's one question to the guest agent for a
+// running VM's address (when no static address makes it known): a 5xx or
+// a network error fails the Get TRANSIENT, so the engine's retry of the
+// whole Get reports the address. When the agent answers but cannot tell
+// (it is not running yet, the guest has only loopback or link-local
+// addresses, none is configured), the address is unknown and
+// status.ipError says why; it is never silently blank.
 //
 // # Connections
 //

@@ -122,15 +122,12 @@ var vmFields = []vmField{
 		}
 		return nil
 	}},
-	configField{path: "spec.description", key: "description", hotplug: true, omitEmpty: true,
-		want:  func(s *VMSpec, _ vmConfig) (string, bool) { return description(s.Description, s.Template), true },
-		value: func(v string) any { user, _, _ := splitDescription(v); return user },
-		validate: func(s *VMSpec) error {
-			if len(s.Description) > 8000 {
-				return ferr("spec.description", "longer than 8000 bytes")
-			}
-			return nil
-		}}.row(),
+	{path: "spec.description", plan: planDescription, read: readDescription, validate: func(s *VMSpec) error {
+		if len(s.Description) > 8000 {
+			return ferr("spec.description", "longer than 8000 bytes")
+		}
+		return nil
+	}},
 	configField{path: "spec.tags", key: "tags", hotplug: true, omitEmpty: true,
 		want: func(s *VMSpec, _ vmConfig) (string, bool) {
 			return strings.Join(tagsOf(strings.Join(append([]string{managedTag}, s.Tags...), ";")), ";"), true
@@ -279,6 +276,7 @@ type planner struct {
 	vm       liveVM
 	running  bool
 	defaults Defaults
+	mark     marking // what the marker should say (its template is the spec's)
 }
 
 // change records a field change, and that it waits for a reboot when the
@@ -305,12 +303,22 @@ func (s *VMSpec) validate() error {
 
 // planChanges compares spec with a VM's config (pending values included,
 // as GET config returns them) and says what to set. node is the node the
-// VM is on; defaults come from the context.
-func planChanges(s *VMSpec, name, node string, conf vmConfig, running bool, d Defaults) (*plan, error) {
-	if _, _, managed := splitDescription(conf["description"]); !managed {
+// VM is on; defaults come from the context. mark says who the caller is
+// (its owner, "" for none) and whether the VM's creation is unfinished:
+// the marker keeps "provisioning" while it is. A VM without the marker,
+// or whose marker names another owner, is an ALREADY_EXISTS error.
+func planChanges(s *VMSpec, name, node string, conf vmConfig, running bool, d Defaults, mark marking) (*plan, error) {
+	_, have, managed := splitDescription(conf["description"])
+	if !managed {
 		return nil, errcode.New(errcode.AlreadyExists, fmt.Sprintf("a VM named %s exists (VMID %s on %s) that openctl did not create; rename or remove it, or choose another name", name, conf["vmid"], node))
 	}
-	pl := &planner{plan: &plan{config: map[string]string{}}, spec: s, name: name, vm: liveVM{node: node, conf: conf}, running: running, defaults: d}
+	if err := checkOwner(name, conf["vmid"], node, have.owner, mark.owner); err != nil {
+		return nil, err
+	}
+	if mark.owner == "" {
+		mark.owner = have.owner // a caller without an owner keeps the VM's
+	}
+	pl := &planner{plan: &plan{config: map[string]string{}}, spec: s, name: name, vm: liveVM{node: node, conf: conf}, running: running, defaults: d, mark: mark}
 	for _, f := range vmFields {
 		if f.plan == nil {
 			continue
@@ -320,6 +328,39 @@ func planChanges(s *VMSpec, name, node string, conf vmConfig, running bool, d De
 		}
 	}
 	return pl.plan, nil
+}
+
+// checkOwner refuses a VM whose marker names an owner other than the
+// caller's (both non-empty): it belongs to another openctl state.
+func checkOwner(name, vmid, node, have, want string) error {
+	if have == "" || want == "" || have == want {
+		return nil
+	}
+	return errcode.New(errcode.AlreadyExists, fmt.Sprintf("a VM named %s (VMID %s on %s) belongs to another openctl state (owner %s; this state is %s): "+
+		"openctl never adopts, changes or deletes another state's VMs; choose another name, or manage it with the state that created it", name, vmid, node, have, want))
+}
+
+// planDescription writes the user's description and the marker (the
+// spec's template, the owner, "provisioning" while the creation is
+// unfinished); only the user's part is reported as a field change.
+func planDescription(pl *planner) error {
+	old := pl.vm.conf["description"]
+	user, _, _ := splitDescription(old)
+	mark := pl.mark
+	mark.tmpl = *pl.spec.Template
+	if want := description(pl.spec.Description, mark); want != old {
+		pl.config["description"] = want
+		if user != strings.TrimRight(pl.spec.Description, "\n") {
+			pl.change("spec.description", true, user, pl.spec.Description)
+		}
+	}
+	return nil
+}
+
+func readDescription(vm liveVM, spec map[string]any) {
+	if user, _, _ := splitDescription(vm.conf["description"]); user != "" {
+		spec["description"] = user
+	}
 }
 
 // readSpec rebuilds the spec of a live VM from its config.
@@ -378,7 +419,8 @@ func validateTemplate(s *VMSpec) error {
 
 // planTemplate: another template than the marker names needs a new VM.
 func planTemplate(pl *planner) error {
-	_, tmpl, _ := splitDescription(pl.vm.conf["description"])
+	_, m, _ := splitDescription(pl.vm.conf["description"])
+	tmpl := m.tmpl
 	if t := pl.spec.Template; t.Name != tmpl.Name || t.VMID != tmpl.VMID {
 		pl.replace = append(pl.replace, fmt.Sprintf("template changed from %s to %s: needs a new VM", tmplLabel(tmpl), tmplLabel(*t)))
 	}
@@ -386,7 +428,8 @@ func planTemplate(pl *planner) error {
 }
 
 func readTemplate(vm liveVM, spec map[string]any) {
-	switch _, tmpl, _ := splitDescription(vm.conf["description"]); {
+	_, m, _ := splitDescription(vm.conf["description"])
+	switch tmpl := m.tmpl; {
 	case tmpl.Name != "":
 		spec["template"] = map[string]any{"name": tmpl.Name}
 	case tmpl.VMID != 0:

@@ -46,10 +46,10 @@ func TestFieldTableRoundTrip(t *testing.T) {
 	require.NoError(t, s.validate())
 	// A fresh clone of the template.
 	conf := vmConfig{
-		"vmid": "101", "name": "Copy-of-VM-9000", "description": description("", s.Template),
+		"vmid": "101", "name": "Copy-of-VM-9000", "description": description("", marking{tmpl: *s.Template}),
 		"scsi0": "local-lvm:base-9000-disk-0/vm-101-disk-0,size=10G", "agent": "enabled=0,fstrim_cloned_disks=1",
 	}
-	pl, err := planChanges(s, "web-01", "pve1", conf, false, Defaults{})
+	pl, err := planChanges(s, "web-01", "pve1", conf, false, Defaults{}, marking{})
 	require.NoError(t, err)
 	assert.Empty(t, pl.replace)
 	assert.Empty(t, pl.restart, "a stopped VM needs no reboot")
@@ -66,7 +66,7 @@ func TestFieldTableRoundTrip(t *testing.T) {
 	conf["scsi1"] = "local-lvm:vm-101-disk-1,size=1500M"
 	conf["cipassword"] = "**********"
 
-	again, err := planChanges(s, "web-01", "pve1", conf, true, Defaults{})
+	again, err := planChanges(s, "web-01", "pve1", conf, true, Defaults{}, marking{})
 	require.NoError(t, err)
 	assert.Empty(t, again.config)
 	assert.Empty(t, again.resizes)
@@ -101,8 +101,8 @@ func TestFieldTableRoundTrip(t *testing.T) {
 // apply at once; the others are reported as waiting for a reboot.
 func TestFieldTableRestart(t *testing.T) {
 	s := &VMSpec{Template: &TemplateSpec{Name: "ubuntu"}, CPU: &CPUSpec{Cores: 8}, Tags: []string{"db"}}
-	conf := vmConfig{"vmid": "101", "name": "db-01", "description": description("", s.Template), "cores": "2", "tags": "openctl"}
-	pl, err := planChanges(s, "db-01", "pve1", conf, true, Defaults{})
+	conf := vmConfig{"vmid": "101", "name": "db-01", "description": description("", marking{tmpl: *s.Template}), "cores": "2", "tags": "openctl"}
+	pl, err := planChanges(s, "db-01", "pve1", conf, true, Defaults{}, marking{})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"cores": "8", "tags": "db;openctl"}, pl.config)
 	assert.Equal(t, []string{"spec.cpu.cores"}, pl.restart)
@@ -126,11 +126,11 @@ func TestNetworkRoundTrip(t *testing.T) {
 		{Name: "net2"},
 	}}
 	conf := vmConfig{
-		"description": description("", s.Template), "name": "vm", "tags": "openctl",
+		"description": description("", marking{tmpl: *s.Template}), "name": "vm", "tags": "openctl",
 		"net0": "virtio=BC:24:11:11:22:33,bridge=vmbr0,queues=4",
 		"net1": "virtio=BC:24:11:44:55:66,bridge=vmbr0,tag=7",
 	}
-	pl, err := planChanges(s, "vm", "pve1", conf, false, Defaults{})
+	pl, err := planChanges(s, "vm", "pve1", conf, false, Defaults{}, marking{})
 	require.NoError(t, err)
 	require.Len(t, pl.config, 3, "%v", pl.config)
 	assert.Equal(t, "virtio=BC:24:11:AA:BB:CC,bridge=vmbr1,tag=20,firewall=1,queues=4", pl.config["net0"])
@@ -141,7 +141,7 @@ func TestNetworkRoundTrip(t *testing.T) {
 	conf["net0"] = "virtio=BC:24:11:AA:BB:CC,bridge=vmbr1,firewall=1,queues=4,tag=20"
 	conf["net1"] = "e1000=BC:24:11:44:55:66,bridge=vmbr0,firewall=0"
 	conf["net2"] = "virtio=BC:24:11:77:88:99,bridge=vmbr0"
-	pl, err = planChanges(s, "vm", "pve1", conf, true, Defaults{})
+	pl, err = planChanges(s, "vm", "pve1", conf, true, Defaults{}, marking{})
 	require.NoError(t, err)
 	assert.Empty(t, pl.config)
 	assert.Empty(t, pl.fields)

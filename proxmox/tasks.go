@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	pve "github.com/luthermonson/go-proxmox"
 	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/registry"
 )
 
 // taskLogTail is how many lines of a failed task's log its error carries.
@@ -152,4 +155,63 @@ func (p *Provider) learn(kind string, d time.Duration) {
 		d = (old*7 + d*3) / 10
 	}
 	p.expect[kind] = d
+}
+
+// vmTask is one entry of a node's task list (GET /nodes/{node}/tasks).
+type vmTask struct {
+	UPID string `json:"upid"`
+	Type string `json:"type"`
+	ID   string `json:"id"`
+}
+
+// awaitVMTasks waits for every task still running on VM vmid — started
+// by another client, or by an Apply, Delete or action that was
+// interrupted (killed, cancelled) and so never awaited it: a clone
+// finishing into it, a config, start, shutdown, stop, reboot, resize or
+// destroy. Acting on the VM meanwhile would be wrong: a destroy in flight
+// would be adopted as the VM, a start in flight would fail the next start
+// with "VM ... already running". It reports whether it waited; a task
+// that failed is not an error (it was not this call's), one that outlasts
+// its timeout is TRANSIENT. Proxmox lists to a token without Sys.Audit
+// only its own tasks: those of other users are not seen.
+func (p *Provider) awaitVMTasks(ctx context.Context, c *conn, node string, vmid int) (bool, error) {
+	q := url.Values{"vmid": {strconv.Itoa(vmid)}, "source": {"active"}}
+	var ts []vmTask
+	if err := c.client.Get(ctx, "/nodes/"+url.PathEscape(node)+"/tasks?"+q.Encode(), &ts); err != nil {
+		return false, fmt.Errorf("proxmox: context %q: list the tasks of VM %d on %s: %w", c.name, vmid, node, classify(err))
+	}
+	waited := false
+	for _, t := range ts {
+		if t.ID != strconv.Itoa(vmid) || t.UPID == "" {
+			continue
+		}
+		registry.ReportStep(ctx, fmt.Sprintf("waiting for task %s on VM %d, started elsewhere or by an interrupted run", t.Type, vmid))
+		if err := p.await(ctx, c, pve.UPID(t.UPID), p.taskTimeout(t.Type)); err != nil && !taskFinished(err) {
+			return waited, fmt.Errorf("waiting for task %s on VM %d: %w", t.Type, vmid, err)
+		}
+		waited = true
+	}
+	return waited, nil
+}
+
+// taskTimeout is how long a task of type typ may take (Timeouts).
+func (p *Provider) taskTimeout(typ string) time.Duration {
+	t := p.cfg.Timeouts
+	switch typ {
+	case "qmconfig":
+		return t.Config
+	case "qmstart":
+		return t.Start
+	case "qmstop":
+		return t.Stop
+	case "qmshutdown":
+		return t.Shutdown + 30*time.Second
+	case "qmreboot":
+		return t.Reboot
+	case "qmdestroy":
+		return t.Destroy
+	case "resize":
+		return t.Resize
+	}
+	return t.Clone // the longest: clones, migrations, backups
 }

@@ -438,11 +438,17 @@ func TestLockedVM(t *testing.T) {
 
 func testLockedVM(t *testing.T, lock string) {
 	// Once armed with a VMID, the first write refused because of the lock
-	// ends it (the backup finishes), so that the engine's retry succeeds.
+	// after arming ends it (the backup finishes), so that the engine's
+	// retry succeeds. The hook runs after the answer is sent, so the
+	// refusals before arming are counted and skipped.
 	var srv atomic.Pointer[proxmoxtest.Server]
-	var unlock atomic.Int64
+	var unlock, refusals, armedAt atomic.Int64
 	e := newEnv(t, proxmoxtest.WithRequestHook(func(r proxmoxtest.RequestInfo) {
-		if id := unlock.Load(); id != 0 && r.Status >= 500 && strings.Contains(r.Message, "locked") && unlock.CompareAndSwap(id, 0) {
+		if r.Status < 500 || !strings.Contains(r.Message, "locked") {
+			return
+		}
+		n := refusals.Add(1)
+		if id := unlock.Load(); id != 0 && n > armedAt.Load() && unlock.CompareAndSwap(id, 0) {
 			_ = srv.Load().SetLock(int(id), "")
 		}
 	}))
@@ -466,6 +472,8 @@ func testLockedVM(t *testing.T, lock string) {
 	assert.True(t, errcode.Is(err, errcode.Transient), "%v", err)
 	assert.Contains(t, err.Error(), "locked ("+lock+")")
 
+	require.Eventually(t, func() bool { return refusals.Load() >= 1 }, 5*time.Second, time.Millisecond, "the refused write was seen")
+	armedAt.Store(refusals.Load())
 	unlock.Store(int64(id))
 	rep, err := engine(t, e.p, 1).Apply(ctx, r2)
 	require.NoError(t, err)

@@ -28,8 +28,8 @@ func (v vmRef) path(suffix string) string {
 	return fmt.Sprintf("/nodes/%s/qemu/%d%s", v.node, v.vmid, suffix)
 }
 
-// findVM finds the (non-template) QEMU VM named name; nil if there is none.
-func findVM(rs []clusterResource, name string) (*clusterResource, error) {
+// namedVMs lists the (non-template) QEMU VMs named name.
+func namedVMs(rs []clusterResource, name string) []*clusterResource {
 	var found []*clusterResource
 	for i := range rs {
 		r := &rs[i]
@@ -37,17 +37,66 @@ func findVM(rs []clusterResource, name string) (*clusterResource, error) {
 			found = append(found, r)
 		}
 	}
-	switch len(found) {
-	case 0:
-		return nil, nil
-	case 1:
+	return found
+}
+
+// pickVM finds the VM named name for the caller (registry.Owner); nil if
+// there is none. Several VMs of one name (two openctl installations with
+// different state stores created it at once) are told apart by the owner
+// their markers name: the caller's, else the one no owner claims. When
+// every one belongs to another owner, the first is returned (and refused
+// by planChanges or deleteVM as ALREADY_EXISTS). Only then are configs
+// read.
+func (p *Provider) pickVM(ctx context.Context, c *conn, rs []clusterResource, name string) (*clusterResource, error) {
+	found := namedVMs(rs, name)
+	if len(found) <= 1 {
+		if len(found) == 0 {
+			return nil, nil
+		}
 		return found[0], nil
 	}
-	ids := make([]string, 0, len(found))
+	owner := registry.Owner(ctx)
+	var mine, free, all []*clusterResource
+	var desc []string
 	for _, r := range found {
-		ids = append(ids, fmt.Sprintf("%d on %s", r.VMID, r.Node))
+		conf, err := c.vmConfig(ctx, r.Node, r.VMID)
+		if errcode.Is(err, errcode.NotFound) {
+			continue // destroyed meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, r)
+		_, m, managed := splitDescription(conf["description"])
+		switch {
+		case !managed:
+			free = append(free, r)
+			desc = append(desc, fmt.Sprintf("%d on %s, not created by openctl", r.VMID, r.Node))
+		case m.owner == "":
+			free = append(free, r)
+			desc = append(desc, fmt.Sprintf("%d on %s, no owner", r.VMID, r.Node))
+		default:
+			if m.owner == owner {
+				mine = append(mine, r)
+			}
+			desc = append(desc, fmt.Sprintf("%d on %s, owner %s", r.VMID, r.Node, m.owner))
+		}
 	}
-	return nil, errcode.New(errcode.Conflict, fmt.Sprintf("several VMs are named %s (%s); openctl needs VM names to be unique", name, strings.Join(ids, ", ")))
+	switch {
+	case len(all) <= 1:
+		if len(all) == 0 {
+			return nil, nil
+		}
+		return all[0], nil
+	case len(mine) == 1:
+		return mine[0], nil
+	case len(mine) == 0 && len(free) == 1:
+		return free[0], nil
+	case len(mine) == 0 && len(free) == 0:
+		return all[0], nil
+	}
+	return nil, errcode.New(errcode.AlreadyExists, fmt.Sprintf("several VMs are named %s (%s) and openctl cannot tell which one is this state's: "+
+		"openctl needs VM names to be unique; remove or rename the ones not wanted", name, strings.Join(desc, "; ")))
 }
 
 // locate finds the context and cluster entry of the VM named name. It
@@ -69,7 +118,7 @@ func (p *Provider) locate(ctx context.Context, name string) (*conn, *clusterReso
 		if err != nil {
 			return nil, nil, err
 		}
-		r, err := findVM(rs, name)
+		r, err := p.pickVM(ctx, c, rs, name)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -81,6 +130,27 @@ func (p *Provider) locate(ctx context.Context, name string) (*conn, *clusterReso
 		}
 	}
 	return nil, nil, nil
+}
+
+// locateSettled is locate, after waiting for the tasks running on the VM
+// (awaitVMTasks) and looking again: Delete and actions never act on a VM
+// a destroy, start or shutdown started elsewhere is still changing.
+func (p *Provider) locateSettled(ctx context.Context, name string) (*conn, *clusterResource, error) {
+	const rounds = 5
+	for range rounds {
+		c, r, err := p.locate(ctx, name)
+		if err != nil || r == nil {
+			return c, r, err
+		}
+		waited, err := p.awaitVMTasks(ctx, c, r.Node, r.VMID)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !waited {
+			return c, r, nil
+		}
+	}
+	return nil, nil, errcode.New(errcode.Transient, fmt.Sprintf("the VM named %s kept getting new tasks from another client", name))
 }
 
 func notFound(name string) error {
@@ -105,6 +175,9 @@ func (p *Provider) getVM(ctx context.Context, name string) (*manifest.Resource, 
 		return nil, fmt.Errorf("proxmox: get VirtualMachine %s: %w", name, err)
 	}
 	st, err := p.observe(ctx, v, conf, r.Status, int64(r.Uptime), nil, false, true)
+	if errcode.Is(err, errcode.NotFound) {
+		return nil, notFound(name) // destroyed while it was read
+	}
 	if err != nil {
 		return nil, fmt.Errorf("proxmox: get VirtualMachine %s: %w", name, err)
 	}
@@ -159,6 +232,9 @@ type vmStatus struct {
 	Uptime         int64
 	Managed        bool
 	PendingRestart []string
+	// IPError says why a running VM's address is unknown ("" when it is
+	// known or the VM is not running).
+	IPError string
 }
 
 // vmResource builds the manifest of a live VM: a spec reconstructed from
@@ -175,6 +251,14 @@ func vmResource(name string, c *conn, node string, conf vmConfig, st vmStatus) *
 	}
 	if st.IP != "" {
 		status["ip"] = st.IP
+	} else if st.IPError != "" {
+		status["ipError"] = st.IPError
+	}
+	if o := ownerOf(conf); o != "" {
+		status["owner"] = o
+	}
+	if isProvisioning(conf) {
+		status["provisioning"] = true
 	}
 	if len(st.IPs) > 0 {
 		l := make([]any, len(st.IPs))
@@ -268,9 +352,12 @@ func (p *Provider) observe(ctx context.Context, v vmRef, conf vmConfig, state st
 		st.PendingRestart = pend
 	}
 	if !agentEnabled(conf["agent"]) {
+		if st.IP == "" {
+			st.IPError = "no QEMU guest agent is enabled (spec.agent.enabled) and no static address is set, so the address cannot be discovered"
+		}
 		return st, nil
 	}
-	if st.IP != "" || !wait {
+	if st.IP != "" {
 		// Static addresses are known without waiting; the agent is asked
 		// once, best effort, for the rest.
 		if ips, ip, err := p.agentIPs(ctx, v, conf, s); err == nil {
@@ -279,12 +366,48 @@ func (p *Provider) observe(ctx context.Context, v vmRef, conf vmConfig, state st
 		}
 		return st, nil
 	}
+	if !wait {
+		return p.askAgent(ctx, v, conf, s, st)
+	}
 	ips, ip, err := p.waitForIP(ctx, v, conf, s)
 	if err != nil {
 		return st, err
 	}
 	st.IPs, st.IP = mergeIPs(ips, st.IPs), ip
 	st.SSHHostKey = p.hostKey(ctx, v)
+	return st, nil
+}
+
+// askAgent asks the guest agent once for a running VM's address, for a
+// read (Get): like every read the engine calls, it is not retried here. A
+// transient failure (a 5xx, a network error) is returned, so that the
+// engine retries the whole Get, and a VM destroyed meanwhile is NOT_FOUND;
+// when the agent answers but cannot tell the address (not running yet,
+// only loopback or link-local addresses, a token that may not ask), the
+// address is unknown and status.ipError says why — never a silent blank.
+func (p *Provider) askAgent(ctx context.Context, v vmRef, conf vmConfig, s *VMSpec, st vmStatus) (vmStatus, error) {
+	ips, ip, err := p.agentIPs(ctx, v, conf, s)
+	switch classifyAgentErr(err) {
+	case agentOK:
+		st.IPs, st.IP = mergeIPs(ips, st.IPs), ip
+		if ip == "" {
+			st.IPError = "the guest reported only loopback or link-local addresses (still booting?)"
+			return st, nil
+		}
+		st.SSHHostKey = p.hostKey(ctx, v)
+	case agentNotConfigured:
+		st.IPError = "no QEMU guest agent is configured, so the address cannot be discovered"
+	case agentVMNotRunning:
+		st.IPError = "the VM stopped while openctl read it"
+	case agentNotRunning:
+		st.IPError = "the QEMU guest agent is not running (the guest is booting, or qemu-guest-agent is not installed)"
+	default:
+		cerr := classify(err)
+		if isTransient(cerr) || errcode.Is(cerr, errcode.NotFound) {
+			return st, fmt.Errorf("asking the guest agent for the address: %w", cerr)
+		}
+		st.IPError = "asking the guest agent failed: " + cerr.Error()
+	}
 	return st, nil
 }
 
@@ -356,39 +479,43 @@ func (p *Provider) applyVM(ctx context.Context, r *manifest.Resource) (*manifest
 		return fail(err)
 	}
 
-	rs, err := c.resources(ctx)
+	rs, existing, err := p.findSettled(ctx, c, name)
 	if err != nil {
 		return fail(err)
-	}
-	existing, err := findVM(rs, name)
-	if err != nil {
-		return fail(err)
-	}
-	if existing == nil {
-		if rs, err = p.awaitForeignClones(ctx, c, rs); err != nil {
-			return fail(err)
-		}
-		if existing, err = findVM(rs, name); err != nil {
-			return fail(err)
-		}
 	}
 	if existing == nil {
 		p.clearUnfinished(c.name, name)
 		return p.createVM(ctx, c, r, s, rs)
 	}
-	// A VM an interrupted Apply created is finished as a new one (started
-	// unless startOnCreate says otherwise).
 	v := vmRef{c: c, node: existing.Node, vmid: existing.VMID}
 	conf, err := v.readConfig(ctx)
+	if errcode.Is(err, errcode.NotFound) {
+		// Destroyed by someone else since it was listed: the engine's
+		// retry creates it.
+		return fail(errcode.Wrap(errcode.Transient, fmt.Sprintf("VM %d disappeared while it was read", v.vmid), err))
+	}
 	if err != nil {
 		return fail(err)
 	}
 	// A VM an interrupted Apply (this process's or another's) created is
-	// finished as a new one.
+	// finished as a new one: started unless startOnCreate says otherwise.
 	created := unfinished && existing.VMID == u.vmid || isProvisioning(conf)
-	pl, err := planChanges(s, name, v.node, conf, existing.Status == StateRunning, c.cfg.Defaults)
+	owner := registry.Owner(ctx)
+	pl, err := planChanges(s, name, v.node, conf, existing.Status == StateRunning, c.cfg.Defaults, marking{owner: owner, provisioning: created})
 	if err != nil {
 		return fail(err)
+	}
+	if created {
+		// Its creator may have lost a race for the name and been
+		// interrupted before removing it.
+		if err := p.settleNameRace(ctx, c, name, v); err != nil {
+			if errcode.Is(err, errcode.AlreadyExists) {
+				if derr := p.destroyAfterFailure(ctx, v); derr != nil {
+					err = fmt.Errorf("%w; and removing VM %d failed: %v", err, v.vmid, derr)
+				}
+			}
+			return fail(err)
+		}
 	}
 	if len(pl.replace) > 0 {
 		if s.ReplacePolicy != ReplaceAllow {
@@ -407,6 +534,91 @@ func (p *Provider) applyVM(ctx context.Context, r *manifest.Resource) (*manifest
 	}
 	p.clearUnfinished(c.name, name)
 	return out, nil
+}
+
+// findSettled reads the cluster and finds the VM named name (pickVM),
+// waiting first for clones in progress elsewhere when there is none
+// (awaitForeignClones) and for the tasks running on it when there is one
+// (awaitVMTasks), then looking again: a destroy in flight ends with no
+// VM to adopt, a start in flight with a running one.
+func (p *Provider) findSettled(ctx context.Context, c *conn, name string) ([]clusterResource, *clusterResource, error) {
+	const rounds = 5
+	for range rounds {
+		rs, err := c.resources(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		existing, err := p.pickVM(ctx, c, rs, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if existing == nil {
+			if rs, err = p.awaitForeignClones(ctx, c, rs); err != nil {
+				return nil, nil, err
+			}
+			if existing, err = p.pickVM(ctx, c, rs, name); err != nil {
+				return nil, nil, err
+			}
+		}
+		if existing == nil {
+			return rs, nil, nil
+		}
+		waited, err := p.awaitVMTasks(ctx, c, existing.Node, existing.VMID)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !waited {
+			return rs, existing, nil
+		}
+	}
+	return nil, nil, errcode.New(errcode.Transient, fmt.Sprintf("the VM named %s kept getting new tasks from another client", name))
+}
+
+// settleNameRace resolves a race for a name between openctl processes
+// that do not share state: each found no VM named name and cloned one.
+// Once v (this call's clone) carries the name, the VMs of that name are
+// listed; the one with the lowest VMID wins. Clones still running
+// elsewhere into a lower VMID (unnamed until they finish) are waited for
+// first, so that two racers never both see themselves alone. A loser gets
+// ALREADY_EXISTS naming the winner; removing its clone is the caller's.
+func (p *Provider) settleNameRace(ctx context.Context, c *conn, name string, v vmRef) error {
+	deadline := time.Now().Add(p.cfg.Timeouts.Clone)
+	b := pollPolicy(p.tune.PollMin, p.tune.PollMax).Start()
+	for {
+		// Retried here: failing would remove the clone just made.
+		var rs []clusterResource
+		if err := p.retryStep(ctx, func() (err error) { rs, err = c.resources(ctx); return err }); err != nil {
+			return err
+		}
+		cloning := false
+		p.mu.Lock()
+		for _, r := range rs {
+			if r.Type == "qemu" && r.Lock == "clone" && r.VMID < v.vmid && !p.cloning[c.name+"/"+strconv.Itoa(r.VMID)] {
+				cloning = true
+			}
+		}
+		p.mu.Unlock()
+		for _, r := range namedVMs(rs, name) {
+			if r.VMID < v.vmid {
+				who := "another client"
+				if conf, err := c.vmConfig(ctx, r.Node, r.VMID); err == nil {
+					if o := ownerOf(conf); o != "" {
+						who = "another openctl state (owner " + o + ")"
+					} else if isManaged(conf) {
+						who = "another openctl"
+					}
+				}
+				return errcode.New(errcode.AlreadyExists, fmt.Sprintf("%s created a VM named %s at the same time (VMID %d on %s); "+
+					"this apply removes its own clone (VMID %d)", who, name, r.VMID, r.Node, v.vmid))
+			}
+		}
+		if !cloning || time.Now().After(deadline) {
+			return nil
+		}
+		if err := b.Wait(ctx); err != nil {
+			return err
+		}
+	}
 }
 
 // settleUnfinished waits for the clone task of a VM named name that an
@@ -519,7 +731,8 @@ func (p *Provider) createVM(ctx context.Context, c *conn, r *manifest.Resource, 
 	}
 	// Fail before creating anything when the spec cannot work with this
 	// template: a shrinking disk, or no way to learn the VM's address.
-	if _, err := planChanges(s, name, node, withMarker(tconf, s), false, c.cfg.Defaults); err != nil {
+	mark := marking{owner: registry.Owner(ctx), provisioning: true}
+	if _, err := planChanges(s, name, node, withMarker(tconf, s, mark), false, c.cfg.Defaults, mark); err != nil {
 		return fail(err)
 	}
 	if err := p.checkAddressable(s, tconf); err != nil {
@@ -530,7 +743,11 @@ func (p *Provider) createVM(ctx context.Context, c *conn, r *manifest.Resource, 
 	if err != nil {
 		return fail(err)
 	}
-	out, err := p.convergeNew(ctx, r, s, v)
+	err = p.settleNameRace(ctx, c, name, v)
+	var out *manifest.Resource
+	if err == nil {
+		out, err = p.convergeNew(ctx, r, s, v)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			p.setUnfinished(c.name, name, unfinishedVM{vmid: v.vmid})
@@ -548,12 +765,13 @@ func (p *Provider) createVM(ctx context.Context, c *conn, r *manifest.Resource, 
 
 // withMarker is a template config as its clone will start: with the
 // description openctl gives it.
-func withMarker(tconf vmConfig, s *VMSpec) vmConfig {
+func withMarker(tconf vmConfig, s *VMSpec, mark marking) vmConfig {
 	c := vmConfig{}
 	for k, v := range tconf {
 		c[k] = v
 	}
-	c["description"] = description("", s.Template)
+	mark.tmpl = *s.Template
+	c["description"] = description(s.Description, mark)
 	return c
 }
 
@@ -595,7 +813,7 @@ func (p *Provider) convergeNew(ctx context.Context, r *manifest.Resource, s *VMS
 	// spec.cloudInit.password even then (planChanges sets one only on a VM
 	// without, since Proxmox never shows it).
 	delete(conf, "cipassword")
-	pl, err := planChanges(s, r.Metadata.Name, v.node, conf, false, v.c.cfg.Defaults)
+	pl, err := planChanges(s, r.Metadata.Name, v.node, conf, false, v.c.cfg.Defaults, marking{owner: registry.Owner(ctx), provisioning: true})
 	if err != nil {
 		return nil, err
 	}
@@ -661,7 +879,33 @@ func (p *Provider) converge(ctx context.Context, r *manifest.Resource, s *VMSpec
 	if err != nil {
 		return nil, err
 	}
+	if isProvisioning(conf) {
+		if err := p.finishProvisioning(ctx, v, conf); err != nil {
+			return nil, err
+		}
+	}
 	return vmResource(r.Metadata.Name, v.c, v.node, conf, st), nil
+}
+
+// finishProvisioning drops "provisioning" from the marker of a VM now
+// converged (configured, in its power state, its address known): only
+// then does a later Apply treat it as an existing VM rather than finish
+// it as new. The description is set synchronously (PUT config), retried
+// on a lock timeout like a task start.
+func (p *Provider) finishProvisioning(ctx context.Context, v vmRef, conf vmConfig) error {
+	// Only the marker line changes: the user's part stays byte for byte.
+	desc := strings.TrimRight(conf["description"], "\n")
+	_, m, _ := splitDescription(desc)
+	m.provisioning = false
+	desc = desc[:strings.LastIndex(desc, markerPrefix)] + m.marker()
+	_, err := backoff.Retry(ctx, p.stepPolicy(p.tune.CallAttempts, isLockTimeout), func(context.Context) error {
+		return classify(v.c.client.Put(ctx, v.path("/config"), map[string]string{"description": desc}, nil))
+	})
+	if err != nil {
+		return fmt.Errorf("marking the VM created: %w", err)
+	}
+	conf["description"] = desc
+	return nil
 }
 
 // task starts a task with start and waits for it. A start that failed
@@ -771,7 +1015,7 @@ func (p *Provider) deleteVM(ctx context.Context, name string) error {
 			return fmt.Errorf("proxmox: delete VirtualMachine %s: %w", name, err)
 		}
 	}
-	c, r, err := p.locate(ctx, name)
+	c, r, err := p.locateSettled(ctx, name)
 	if err != nil {
 		return fmt.Errorf("proxmox: delete VirtualMachine %s: %w", name, err)
 	}
@@ -788,6 +1032,9 @@ func (p *Provider) deleteVM(ctx context.Context, name string) error {
 	}
 	if !isManaged(conf) {
 		return errcode.New(errcode.AlreadyExists, fmt.Sprintf("proxmox: delete VirtualMachine %s: VM %d on %s was not created by openctl; refusing to delete it", name, r.VMID, r.Node))
+	}
+	if err := checkOwner(name, strconv.Itoa(r.VMID), r.Node, ownerOf(conf), registry.Owner(ctx)); err != nil {
+		return fmt.Errorf("proxmox: delete VirtualMachine %s: %w", name, err)
 	}
 	if err := p.destroy(ctx, v, r.Status); err != nil {
 		return fmt.Errorf("proxmox: delete VirtualMachine %s (VM %d on %s): %w", name, r.VMID, r.Node, classify(err))

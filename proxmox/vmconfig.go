@@ -33,65 +33,105 @@ func newVMConfig(m map[string]any) vmConfig {
 }
 
 // The marker that makes a VM recognisable as openctl's: the tag and the
-// last line of the description.
+// last line of the description,
+//
+//	managed-by: openctl; template-name=T; owner=O; provisioning (do not edit this line)
+//
+// owner (the identity of the state store that created or adopted the VM,
+// registry.Owner) and provisioning (the creation is not finished) are
+// there only when they apply.
 const (
 	managedTag    = "openctl"
 	markerPrefix  = "managed-by: openctl"
 	markerTmplNm  = "template-name="
 	markerTmplID  = "template-vmid="
+	markerOwner   = "owner="
 	markerComment = " (do not edit this line)"
-	// markerProvisioning marks a clone whose creation has not finished
-	// (configured, started): an Apply that finds it finishes it as new.
+	// markerProvisioning marks a VM whose creation has not finished: it
+	// stays until the VM is configured, in its desired power state and,
+	// when running, its address is known. An Apply that finds it finishes
+	// the VM as new, and Diff reports it.
 	markerProvisioning = "provisioning"
 )
 
-// marker renders the description's marker line for a template.
-func marker(t *TemplateSpec) string {
-	if t.Name != "" {
-		return markerPrefix + "; " + markerTmplNm + t.Name + markerComment
-	}
-	return markerPrefix + "; " + markerTmplID + strconv.Itoa(t.VMID) + markerComment
+// marking is what the marker line says besides "managed by openctl".
+type marking struct {
+	tmpl TemplateSpec
+	// owner is the state store that owns the VM; "" for a VM marked
+	// before owners were recorded (or by a provider used without an
+	// engine), which any store may adopt.
+	owner        string
+	provisioning bool
 }
 
-// provisioningDescription is the description a clone starts with: the
-// marker flagged "provisioning" until the VM is configured.
-func provisioningDescription(user string, t *TemplateSpec) string {
-	return strings.TrimSuffix(description(user, t), markerComment) + "; " + markerProvisioning + markerComment
+// marker renders the description's marker line.
+func (m marking) marker() string {
+	var b strings.Builder
+	b.WriteString(markerPrefix + "; ")
+	if m.tmpl.Name != "" {
+		b.WriteString(markerTmplNm + m.tmpl.Name)
+	} else {
+		b.WriteString(markerTmplID + strconv.Itoa(m.tmpl.VMID))
+	}
+	if m.owner != "" {
+		// Escaped: an owner is one field of one line.
+		b.WriteString("; " + markerOwner + url.QueryEscape(m.owner))
+	}
+	if m.provisioning {
+		b.WriteString("; " + markerProvisioning)
+	}
+	b.WriteString(markerComment)
+	return b.String()
 }
 
 // isProvisioning reports whether a VM's creation never finished.
 func isProvisioning(conf vmConfig) bool {
-	desc := strings.TrimRight(conf["description"], "\n")
-	i := strings.LastIndex(desc, markerPrefix)
-	return i >= 0 && strings.Contains(desc[i:], "; "+markerProvisioning+markerComment)
+	_, m, ok := splitDescription(conf["description"])
+	return ok && m.provisioning
+}
+
+// ownerOf is the owner the VM's marker names ("" for none).
+func ownerOf(conf vmConfig) string {
+	_, m, _ := splitDescription(conf["description"])
+	return m.owner
 }
 
 // splitDescription separates the user's description from openctl's
 // marker; managed reports whether the marker is there.
-func splitDescription(desc string) (user string, tmpl TemplateSpec, managed bool) {
+func splitDescription(desc string) (user string, m marking, managed bool) {
 	desc = strings.TrimRight(desc, "\n")
 	i := strings.LastIndex(desc, markerPrefix)
 	if i < 0 || (i > 0 && desc[i-1] != '\n') || strings.Contains(desc[i:], "\n") {
-		return desc, tmpl, false
+		return desc, m, false
 	}
 	line := strings.TrimSuffix(desc[i:], markerComment)
 	for f := range strings.SplitSeq(line, "; ") {
 		if v, ok := strings.CutPrefix(f, markerTmplNm); ok {
-			tmpl.Name = v
+			m.tmpl.Name = v
 		}
 		if v, ok := strings.CutPrefix(f, markerTmplID); ok {
-			tmpl.VMID, _ = strconv.Atoi(v)
+			m.tmpl.VMID, _ = strconv.Atoi(v)
+		}
+		if v, ok := strings.CutPrefix(f, markerOwner); ok {
+			if o, err := url.QueryUnescape(v); err == nil {
+				m.owner = o
+			} else {
+				m.owner = v
+			}
+		}
+		if f == markerProvisioning {
+			m.provisioning = true
 		}
 	}
-	return strings.TrimRight(desc[:i], "\n"), tmpl, true
+	return strings.TrimRight(desc[:i], "\n"), m, true
 }
 
 // description joins the user's description and the marker.
-func description(user string, t *TemplateSpec) string {
+func description(user string, m marking) string {
 	if user == "" {
-		return marker(t)
+		return m.marker()
 	}
-	return user + "\n\n" + marker(t)
+	return user + "\n\n" + m.marker()
 }
 
 // propList parses a Proxmox property string "a=1,b=2" (a first entry

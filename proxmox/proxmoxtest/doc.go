@@ -45,8 +45,12 @@
 // verification failed." with Proxmox's per-parameter messages. A clone
 // holds its source's config lock for the whole task (shared when the source
 // is stopped, so parallel clones of a template work; exclusive when it
-// runs): other writers get "can't lock file ... - got timeout" at once
-// instead of after Proxmox's 10 s wait.
+// runs), and a destroy holds its VM's config lock until the VM is gone
+// (the VM is listed meanwhile): other writers get "can't lock file ... -
+// got timeout" at once instead of after Proxmox's 10 s wait. A node's task
+// list (GET /nodes/{node}/tasks, source=active, vmid) shows the tasks still
+// running, so a client can wait for another client's; Server.RemoveVM
+// makes a VM vanish between two reads, as a destroy ending then would.
 //
 // # Errors
 //

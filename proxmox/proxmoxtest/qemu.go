@@ -857,7 +857,17 @@ func (s *Server) qemuDelete(q *request) (any, *apiError) {
 	if v.running {
 		return nil, errf("VM %d is running - destroy failed", v.id)
 	}
+	// The worker holds the config lock while it removes disks and config
+	// (PVE/API2/Qemu.pm destroy_vm: lock_config around destroy_vm): other
+	// writers time out meanwhile, and the VM is listed until it is gone.
+	v.flock = -1
+	unlock := func() {
+		if v.flock < 0 {
+			v.flock = 0
+		}
+	}
 	return s.startTask(q, v.node, "qmdestroy", strconv.Itoa(v.id), s.cfg.latencies.Destroy, func() error {
+		unlock()
 		if v.running {
 			return fmt.Errorf("VM %d is running - destroy failed", v.id)
 		}
@@ -865,7 +875,7 @@ func (s *Server) qemuDelete(q *request) (any, *apiError) {
 			delete(s.vms, v.id)
 		}
 		return nil
-	}, nil), nil
+	}, unlock), nil
 }
 
 // qemuTemplate follows PVE/API2/Qemu.pm template: checks under the config

@@ -137,6 +137,21 @@ func (s *Server) SetConfig(vmid int, key, value string) error {
 	return nil
 }
 
+// RemoveVM removes VM vmid at once, as a destroy that another client
+// started would when it ends: every later request for it answers 500
+// "Configuration file 'nodes/<node>/qemu-server/<vmid>.conf' does not
+// exist". Tests call it (from WithRequestHook) to make a VM vanish between
+// two reads.
+func (s *Server) RemoveVM(vmid int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.vms[vmid]; !ok {
+		return fmt.Errorf("proxmoxtest: no VM %d", vmid)
+	}
+	delete(s.vms, vmid)
+	return nil
+}
+
 // HostKey is the SSH host key the guest of VM vmid serves in
 // /etc/ssh/ssh_host_ed25519_key.pub.
 func (s *Server) HostKey(vmid int) (ssh.PublicKey, bool) {
