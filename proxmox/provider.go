@@ -168,6 +168,11 @@ func (p *Provider) Kinds() []registry.Kind {
 	return []registry.Kind{
 		{Kind: KindVirtualMachine, Plural: "virtualmachines", ShortNames: []string{"vm", "vms"}, Versions: []string{"v1"},
 			SecretFields: []string{"spec.cloudInit.password"},
+			// What a $ref may name: the spec as written, and the status
+			// vmResource reports.
+			Fields: []string{"spec", "status.vmid", "status.node", "status.state", "status.managed", "status.uptime",
+				"status.ip", "status.ipError", "status.ips", "status.macAddresses", "status.sshHostKey",
+				"status.owner", "status.provisioning", "status.pendingRestart"},
 			Columns: []registry.Column{
 				{Name: "NODE", Field: "status.node"}, {Name: "VMID", Field: "status.vmid"},
 				{Name: "STATE", Field: "status.state"}, {Name: "IP", Field: "status.ip"},
