@@ -77,7 +77,7 @@ func Example() {
 		panic(err)
 	}
 	defer e.Close()
-	// Usually manifest.Load([]string{"network.yaml"}, manifest.LoadOptions{}).
+	// Usually manifest.Load(ctx, []string{"network.yaml"}, manifest.LoadOptions{}).
 	resources, err := manifest.DecodeBytes([]byte(`
 apiVersion: net.openctl.io/v1
 kind: Host

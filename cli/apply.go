@@ -33,11 +33,11 @@ func (m *manifestFlags) register(cmd *cobra.Command, what string) {
 
 // load decodes the manifests. Problems are Invalid errors naming file
 // and line.
-func (m *manifestFlags) load(a *app) ([]*manifest.Resource, error) {
+func (m *manifestFlags) load(ctx context.Context, a *app) ([]*manifest.Resource, error) {
 	if len(m.files) == 0 {
 		return nil, usagef("no manifests: give -f FILE, -f DIR or -f - (standard input)")
 	}
-	rs, err := manifest.Load(m.files, manifest.LoadOptions{Recursive: m.recursive, Stdin: a.stdin})
+	rs, err := manifest.Load(ctx, m.files, manifest.LoadOptions{Recursive: m.recursive, Stdin: a.stdin})
 	if err == nil && len(rs) == 0 {
 		// As kubectl does: applying (or deleting) nothing is a mistake,
 		// most often a directory whose manifests are in sub-directories.
@@ -100,7 +100,7 @@ configuration or $OPENCTL_APPLY_CONCURRENCY (default 4).`,
   openctl get vms -o yaml | openctl apply -f -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rs, err := m.load(a)
+			rs, err := m.load(cmd.Context(), a)
 			if err != nil {
 				return err
 			}
@@ -192,7 +192,7 @@ With --detailed-exitcode the exit code says whether there are changes, for CI:
 }
 
 func (a *app) plan(ctx context.Context, m manifestFlags, rf runFlags, dot, detailed bool) error {
-	rs, err := m.load(a)
+	rs, err := m.load(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -272,7 +272,7 @@ refused, naming the owner. A resource that is already gone is not an error.`,
 			case len(m.files) > 0 && len(args) > 0:
 				return usagef("give either -f or KIND NAME..., not both")
 			case len(m.files) > 0:
-				rs, err := m.load(a)
+				rs, err := m.load(cmd.Context(), a)
 				if err != nil {
 					return err
 				}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -54,4 +57,46 @@ func TestExitCode(t *testing.T) {
 			assert.Equal(t, tc.want, exitCode(tc.ctx, tc.err))
 		})
 	}
+}
+
+// TestExitCodeCorruptState: a state record that does not decode is a
+// failure of the store, exit 1, however it is wrapped (issue 12: state
+// list and apply exited 2, plan --detailed-exitcode 1). It pins the
+// message the file store gives, which stateDamaged recognises.
+func TestExitCodeCorruptState(t *testing.T) {
+	dir := t.TempDir()
+	st, err := state.OpenFile(dir, state.FileOptions{})
+	require.NoError(t, err)
+	rec := &state.Record{APIVersion: "proxmox.openctl.io/v1", Kind: "VirtualMachine", Name: "web-01", Spec: map[string]any{"cores": int64(2)}}
+	_, err = st.Put(t.Context(), rec)
+	require.NoError(t, err)
+	var file string
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, "web-01.yaml") {
+			file = path
+		}
+		return err
+	}))
+	require.NotEmpty(t, file)
+	require.NoError(t, os.WriteFile(file, []byte("not: a record\n"), 0o600))
+	_, getErr := st.Get(t.Context(), rec.ID())
+	require.Error(t, getErr)
+	_, listErr := st.List(t.Context(), state.Filter{})
+	require.Error(t, listErr)
+
+	for name, err := range map[string]error{
+		"get":                 getErr,
+		"list":                listErr,
+		"wrapped by engine":   errcode.Wrap(errcode.Invalid, "openctl: plan VirtualMachine/web-01 (vms.yaml:1)", getErr),
+		"wrapped with %w":     fmt.Errorf("apply: %w", getErr),
+		"joined with another": errors.Join(errors.New("x"), getErr),
+		"postgres":            errcode.Wrap(errcode.Invalid, "postgres: record proxmox.openctl.io/v1/VirtualMachine/a is corrupt", errors.New("bad json")),
+		"key file":            errcode.Wrap(errcode.Invalid, "seal: key file /x/key is corrupt", errors.New("bad")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, exitFailure, exitCode(t.Context(), err), err.Error())
+		})
+	}
+	// An invalid manifest that merely mentions the word stays exit 2.
+	assert.Equal(t, exitInvalid, exitCode(t.Context(), errcode.New(errcode.Invalid, "proxmox: spec.description: text is corrupt")))
 }

@@ -27,8 +27,8 @@ const (
 const exitCodesHelp = `Exit codes:
   0    success; for plan --detailed-exitcode: no changes
   1    failure: a resource failed, a server or the state store could not be
-       reached, the state lock is held by someone else; for
-       plan --detailed-exitcode: any error
+       reached, the state holds a corrupt record, the state lock is held by
+       someone else; for plan --detailed-exitcode: any error
   2    invalid input or usage: unknown command or flag, wrong arguments,
        malformed manifests (file and line named), invalid configuration;
        for plan --detailed-exitcode: changes are pending
@@ -153,10 +153,32 @@ func exitCode(ctx context.Context, err error) int {
 		return ee.code
 	}
 	var ue *usageError
-	if errors.As(err, &ue) || errcode.Is(err, errcode.Invalid) {
+	if errors.As(err, &ue) || errcode.Is(err, errcode.Invalid) && !stateDamaged(err) {
 		return exitInvalid
 	}
 	return exitFailure
+}
+
+// stateDamaged reports whether err says that the state store holds a
+// record (or a key file) that does not decode. The stores classify that as
+// Invalid, but it is no fault in the command's input: it is a failure of
+// the store (exit 1, like an unreachable store), the same for every
+// command, and plan --detailed-exitcode cannot mistake it for changes.
+//
+// The stores mark it only in their messages ("state: record file F is
+// corrupt", "postgres: record R is corrupt", "seal: key file F is
+// corrupt"); TestExitCodeCorruptState pins the file store's.
+func stateDamaged(err error) bool {
+	for _, e := range errcode.All[*errcode.Error](err) {
+		if e.Code == errcode.Invalid && strings.Contains(e.Msg, " is corrupt") &&
+			(strings.HasPrefix(e.Msg, "state: ") || strings.HasPrefix(e.Msg, "postgres: ") || strings.HasPrefix(e.Msg, "seal: ")) {
+			return true
+		}
+		if e.Err != nil && stateDamaged(e.Err) {
+			return true
+		}
+	}
+	return false
 }
 
 // errorMessage is what run prints for err, "" for nothing.

@@ -31,7 +31,7 @@ are checked, and validate says so.`,
   openctl validate -f infra/ -R`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rs, err := m.load(a)
+			rs, err := m.load(cmd.Context(), a)
 			if err != nil {
 				return err
 			}

@@ -14,11 +14,6 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// maxInputSize is the largest input Decode, DecodeBytes and Load accept.
-// The YAML parser needs about a hundred times the input size in memory for
-// the worst inputs, so this bounds a decode to a few hundred megabytes.
-const maxInputSize = 4 << 20
-
 // Decode reads all of r and decodes the manifests in it; see [DecodeBytes].
 // file names the input in errors and in each resource's Source ("<stdin>"
 // for standard input).
@@ -63,7 +58,53 @@ func decodeInto(data []byte, file string, errs *errorList) []*Resource {
 	if isJSON(data) {
 		return c.decodeJSON(data)
 	}
+	if line, size := largestDocument(data); size > maxDocumentSize {
+		c.errs.add(&Error{File: file, Line: line, Msg: fmt.Sprintf("document is larger than %d MiB (%d bytes); split it into several resources", maxDocumentSize>>20, size)})
+		return nil
+	}
 	return c.decodeYAML(data)
+}
+
+// largestDocument returns the 1-based line where the largest document of a
+// YAML stream starts, and its size in bytes. Documents are told apart by
+// their markers ("---" or "..." at the start of a line, followed by white
+// space or the end of the line), which YAML does not allow inside a
+// document's content; a part between two markers holds at most one
+// document, so its size bounds that document's, without parsing it.
+func largestDocument(data []byte) (line, size int) {
+	start, startLine, lineNo := 0, 1, 1
+	consider := func(end int) {
+		if end-start > size {
+			line, size = startLine, end-start
+		}
+	}
+	for i := 0; i < len(data); {
+		rest := data[i:]
+		if bytes.HasPrefix(rest, []byte("---")) || bytes.HasPrefix(rest, []byte("...")) {
+			if len(rest) == 3 || bytes.IndexByte([]byte(" \t\r\n"), rest[3]) >= 0 {
+				consider(i)
+				start, startLine = i, lineNo
+			}
+		}
+		nl := bytes.IndexByte(rest, '\n')
+		if nl < 0 {
+			break
+		}
+		i += nl + 1
+		lineNo++
+	}
+	consider(len(data))
+	return line, size
+}
+
+// tooMany reports, once, a document beyond the maxResources of an input,
+// at line and column (of the file); decoding stops there.
+func (c *converter) tooMany(index, line, col int) bool {
+	if index < maxResources {
+		return false
+	}
+	c.errs.add(&Error{File: c.file, Line: line, Column: col, Msg: fmt.Sprintf("more than %d documents in one input; split it into several files", maxResources)})
+	return true
 }
 
 // isJSON reports whether data looks like JSON: its first byte that is not
@@ -91,6 +132,9 @@ func (c *converter) decodeYAML(data []byte) []*Resource {
 		root := documentRoot(&doc)
 		if root == nil {
 			continue // an empty document
+		}
+		if line, col := c.pos(root); c.tooMany(index, line, col) {
+			return rs
 		}
 		if r := c.document(root, index); r != nil {
 			rs = append(rs, r)

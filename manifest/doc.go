@@ -2,7 +2,7 @@
 // Kubernetes-style manifests decoded strictly from YAML or JSON, with every
 // problem reported by file, line and field path.
 //
-//	rs, err := manifest.Load([]string{"cluster.yaml", "vms/"}, manifest.LoadOptions{})
+//	rs, err := manifest.Load(ctx, []string{"cluster.yaml", "vms/"}, manifest.LoadOptions{})
 //	if err != nil {
 //		for _, e := range manifest.Errors(err) {
 //			fmt.Fprintln(os.Stderr, e) // cluster.yaml:12:3: metadata.name: ...
@@ -84,11 +84,18 @@
 //     float64; infinities and NaN are rejected; timestamps stay strings, as
 //     written; !!binary values are base64-decoded; other tags are rejected;
 //   - anchors and aliases work, as do merge keys ("<<: *defaults", or a list
-//     of aliases; the map's own keys win, then earlier merged maps). A
-//     document that expands, aliases followed, to more than 1,000,000
-//     values or 10,000 levels ("billion laughs") is rejected without being
-//     built, as is an alias to a node containing it, and inputs larger than
-//     4 MiB are refused;
+//     of aliases; the map's own keys win, then earlier merged maps). An
+//     alias to a node containing it is rejected;
+//   - sizes are limited, so that a mistaken or hostile input cannot use
+//     unbounded memory: an input (file, standard input) is at most 4 MiB,
+//     a document (a YAML document, a JSON value) at most 1 MiB, checked
+//     before it is parsed; an input, and a Load, holds at most 10,000
+//     resources; with aliases followed, an input expands to at most
+//     1,000,000 values ("billion laughs" are rejected without being built),
+//     nested at most 128 levels; a list or a map has at most 10,000 items,
+//     a string at most 256 KiB, a map key at most 4 KiB. Each excess is an
+//     error naming the file, the line and the field. Limits that depend on
+//     a field's meaning (how many tags a VM may have) are the providers';
 //   - JSON is held to the same rules (it is parsed as YAML, which keeps
 //     positions), and a number too large for float64 is an error.
 //

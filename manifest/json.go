@@ -22,6 +22,7 @@ func (c *converter) decodeJSON(data []byte) []*Resource {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	lines := lineCounter{data: data}
 	index := 0
+	stop := false
 	one := func(raw json.RawMessage) {
 		end := int(dec.InputOffset())
 		start := end - len(raw)
@@ -29,7 +30,12 @@ func (c *converter) decodeJSON(data []byte) []*Resource {
 			start, end = 0, 0 // cannot happen; keep positions sane
 		}
 		line, col := lines.at(start)
-		if r := c.jsonValue(raw, line-1, col-1, index); r != nil {
+		if stop = c.tooMany(index, line, col); stop {
+			return
+		}
+		if len(raw) > maxDocumentSize {
+			c.errs.add(&Error{File: c.file, Line: line, Column: col, Msg: fmt.Sprintf("value is larger than %d MiB (%d bytes); split it into several resources", maxDocumentSize>>20, len(raw))})
+		} else if r := c.jsonValue(raw, line-1, col-1, index); r != nil {
 			rs = append(rs, r)
 		}
 		index++
@@ -45,7 +51,9 @@ func (c *converter) decodeJSON(data []byte) []*Resource {
 				c.jsonError(err, data, lines)
 				return rs
 			}
-			one(raw)
+			if one(raw); stop {
+				return rs
+			}
 			continue
 		}
 		if _, err := dec.Token(); err != nil {
@@ -58,7 +66,9 @@ func (c *converter) decodeJSON(data []byte) []*Resource {
 				c.jsonError(err, data, lines)
 				return rs
 			}
-			one(raw)
+			if one(raw); stop {
+				return rs
+			}
 		}
 		if _, err := dec.Token(); err != nil {
 			c.jsonError(err, data, lines)

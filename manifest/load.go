@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
+
+	"github.com/openctl/openctl/backoff"
 )
 
 // StdinName is the file name standard input has in errors and in
@@ -28,27 +33,48 @@ type LoadOptions struct {
 // (named "<stdin>"). A directory contributes its *.yaml, *.yml and *.json
 // files in lexical order, and, when opts.Recursive is set, those of its
 // sub-directories, depth first; files and directories whose names start
-// with "." are skipped.
+// with "." are skipped, and so are named pipes, devices and sockets.
+//
+// A file named explicitly may be a named pipe (a FIFO, "-f <(...)"): it is
+// read to its end, like standard input. Reading stops when ctx is
+// cancelled: Load then returns context.Cause(ctx) at once, leaving the
+// blocked read to end in the background (a pipe's read is woken; a
+// named pipe that no writer has opened yet is opened for writing and
+// closed again, which releases the open).
 //
 // Load reports every problem in every file, and resources defined twice
 // (see [CheckDuplicates]), as one errors.Join of [*Error] values sorted by
 // file and line; a path that does not exist or cannot be read is such an
 // error too, naming the path, and errors.Is(err, fs.ErrNotExist) holds for
-// a missing one. When there is any problem, no resources are returned.
-func Load(paths []string, opts LoadOptions) ([]*Resource, error) {
+// a missing one. More than 10,000 resources in all is an error too. When
+// there is any problem, no resources are returned.
+func Load(ctx context.Context, paths []string, opts LoadOptions) ([]*Resource, error) {
 	var errs errorList
 	var rs []*Resource
 	seen := map[string]bool{}
+	full := false
 	decode := func(data []byte, file string) {
-		rs = append(rs, decodeInto(data, file, &errs)...)
+		got := decodeInto(data, file, &errs)
+		if len(rs)+len(got) > maxResources {
+			errs.add(&Error{File: file, Msg: fmt.Sprintf("more than %d resources in all; apply them in several calls", maxResources)})
+			full = true
+			return
+		}
+		rs = append(rs, got...)
 	}
 	for _, p := range paths {
+		if full {
+			break
+		}
 		if p == "-" {
 			in := opts.Stdin
 			if in == nil {
 				in = os.Stdin
 			}
-			data, err := readLimited(in)
+			data, err := readAll(ctx, in)
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
 			if err != nil {
 				errs.add(ioError(StdinName, err))
 				continue
@@ -66,6 +92,9 @@ func Load(paths []string, opts LoadOptions) ([]*Resource, error) {
 			files = manifestFiles(p, opts.Recursive, &errs)
 		}
 		for _, f := range files {
+			if full {
+				break
+			}
 			// The same file reached twice ("-f dir -f dir/sub -R", or a
 			// file named twice) is read once: it holds the same
 			// resources, not duplicates of them.
@@ -75,7 +104,10 @@ func Load(paths []string, opts LoadOptions) ([]*Resource, error) {
 				}
 				seen[abs] = true
 			}
-			data, err := readFile(f)
+			data, err := readFile(ctx, f)
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
 			if err != nil {
 				errs.add(ioError(f, err))
 				continue
@@ -147,19 +179,104 @@ func isManifestName(name string) bool {
 	return false
 }
 
-func readFile(name string) ([]byte, error) {
-	f, err := os.Open(name)
+// readFile reads the file name to its end (see readAll). A named pipe's
+// open blocks until a writer opens it; if ctx is cancelled before that,
+// the open is released by opening the pipe for writing.
+func readFile(ctx context.Context, name string) ([]byte, error) {
+	fi, err := os.Stat(name)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return readLimited(f)
+	if fi.Mode()&fs.ModeNamedPipe == 0 {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return readAll(ctx, f)
+	}
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		f, err := os.Open(name)
+		ch <- opened{f, err}
+	}()
+	select {
+	case o := <-ch:
+		if o.err != nil {
+			return nil, o.err
+		}
+		defer o.f.Close()
+		return readAll(ctx, o.f)
+	case <-ctx.Done():
+	}
+	go releaseOpen(ctx, name, func() (*os.File, bool) {
+		select {
+		case o := <-ch:
+			return o.f, true
+		default:
+			return nil, false
+		}
+	})
+	return nil, context.Cause(ctx)
 }
 
-// readLimited reads r to the end, or to just past maxInputSize, which
-// decoding then rejects.
-func readLimited(r io.Reader) ([]byte, error) {
-	return io.ReadAll(io.LimitReader(r, maxInputSize+1))
+// releaseOpen ends an open of the named pipe name that blocks for want of
+// a writer, by opening the pipe for writing (without blocking) and closing
+// it again, until done reports that the open returned (closing what it
+// opened), for at most a few seconds. ctx is already cancelled; only its
+// values are used.
+func releaseOpen(ctx context.Context, name string, done func() (*os.File, bool)) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	b := backoff.Policy{Initial: time.Millisecond, Max: 100 * time.Millisecond}.Start()
+	for {
+		if f, ok := done(); ok {
+			if f != nil {
+				f.Close()
+			}
+			return
+		}
+		// ENXIO while the reader is not (yet) in its open: try again.
+		if w, err := os.OpenFile(name, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		if b.Wait(ctx) != nil {
+			return
+		}
+	}
+}
+
+// readAll reads r to the end, or to just past maxInputSize, which decoding
+// then rejects. If ctx is cancelled first, it returns context.Cause(ctx)
+// at once and leaves the read to a goroutine, which ends with the read; a
+// reader with a SetReadDeadline method (a pipe, a terminal) is woken at
+// once.
+func readAll(ctx context.Context, r io.Reader) ([]byte, error) {
+	if ctx.Done() == nil {
+		return readLimited(r)
+	}
+	type result struct {
+		data []byte
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		data, err := readLimited(r)
+		ch <- result{data, err}
+	}()
+	select {
+	case res := <-ch:
+		return res.data, res.err
+	case <-ctx.Done():
+		if d, ok := r.(interface{ SetReadDeadline(time.Time) error }); ok {
+			_ = d.SetReadDeadline(time.Unix(1, 0))
+		}
+		return nil, context.Cause(ctx)
+	}
 }
 
 // ioError turns an error reading name into an *Error for it.
@@ -173,4 +290,10 @@ func ioError(name string, err error) *Error {
 		msg = "no such file or directory"
 	}
 	return &Error{File: name, Msg: fmt.Sprintf("cannot read: %s", msg), Err: err}
+}
+
+// readLimited reads r to the end, or to just past maxInputSize, which
+// decoding then rejects.
+func readLimited(r io.Reader) ([]byte, error) {
+	return io.ReadAll(io.LimitReader(r, maxInputSize+1))
 }

@@ -63,13 +63,13 @@ func TestLoadDirectory(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rs, err := manifest.Load([]string{dir}, manifest.LoadOptions{Recursive: tt.recursive})
+			rs, err := manifest.Load(t.Context(), []string{dir}, manifest.LoadOptions{Recursive: tt.recursive})
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, names(rs))
 		})
 	}
 
-	rs, err := manifest.Load([]string{dir}, manifest.LoadOptions{})
+	rs, err := manifest.Load(t.Context(), []string{dir}, manifest.LoadOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, manifest.Source{File: filepath.Join(dir, "a.yml"), Line: 6, Index: 1}, rs[1].Source)
 }
@@ -81,14 +81,14 @@ func TestLoadFilesAndStdin(t *testing.T) {
 		".dot.yaml":    vmYAML("dot"), // likewise
 	})
 	stdin := strings.NewReader(vmYAML("in"))
-	rs, err := manifest.Load([]string{
+	rs, err := manifest.Load(t.Context(), []string{
 		filepath.Join(dir, "one.yaml"), "-", filepath.Join(dir, "manifest.txt"), filepath.Join(dir, ".dot.yaml"),
 	}, manifest.LoadOptions{Stdin: stdin})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"one", "in", "txt", "dot"}, names(rs))
 	assert.Equal(t, manifest.Source{File: "<stdin>", Line: 1}, rs[1].Source)
 
-	rs, err = manifest.Load(nil, manifest.LoadOptions{})
+	rs, err = manifest.Load(t.Context(), nil, manifest.LoadOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, rs)
 }
@@ -100,7 +100,7 @@ func TestLoadErrors(t *testing.T) {
 		"c.yaml": vmYAML("ok"),
 	})
 	missing := filepath.Join(dir, "missing.yaml")
-	rs, err := manifest.Load([]string{dir, missing}, manifest.LoadOptions{})
+	rs, err := manifest.Load(t.Context(), []string{dir, missing}, manifest.LoadOptions{})
 	assert.Nil(t, rs)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, errcode.Invalid)
@@ -123,7 +123,7 @@ func TestLoadDuplicatesAcrossFiles(t *testing.T) {
 		"a.yaml": "# first\n\n" + vmYAML("web-01"),
 		"b.yaml": vmYAML("other") + "---\n" + vmYAML("web-01"),
 	})
-	_, err := manifest.Load([]string{dir}, manifest.LoadOptions{})
+	_, err := manifest.Load(t.Context(), []string{dir}, manifest.LoadOptions{})
 	require.Error(t, err)
 	es := manifest.Errors(err)
 	require.Len(t, es, 1)
@@ -184,7 +184,7 @@ func TestCheckDuplicates(t *testing.T) {
 // dir/sub -R", or named twice) is read once, not reported as duplicates.
 func TestLoadSameFileTwice(t *testing.T) {
 	dir := writeTree(t, map[string]string{"a.yaml": vmYAML("a"), "sub/b.yaml": vmYAML("b")})
-	rs, err := manifest.Load([]string{dir, filepath.Join(dir, "sub"), filepath.Join(dir, "a.yaml")}, manifest.LoadOptions{Recursive: true})
+	rs, err := manifest.Load(t.Context(), []string{dir, filepath.Join(dir, "sub"), filepath.Join(dir, "a.yaml")}, manifest.LoadOptions{Recursive: true})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a", "b"}, names(rs))
 }

@@ -12,16 +12,6 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Limits on what one input may expand to. Aliases can make a small input
-// describe an enormous value ("billion laughs"); the decoder measures a
-// document before converting it and rejects it if, with every alias
-// expanded, it has more than maxNodes nodes or is nested more than maxDepth
-// levels deep.
-const (
-	maxNodes = 1_000_000 // per input, summed over its documents
-	maxDepth = 10_000
-)
-
 // converter turns the yaml.Node tree of one document into normalised
 // values, keeping node positions for error messages. It reports problems
 // to its error list and carries on, so one pass finds them all.
@@ -74,25 +64,51 @@ func deref(n *yaml.Node) *yaml.Node {
 type measured struct{ size, height int }
 
 // measurer walks a document once, following aliases, to find its expanded
-// size and depth without building anything. Results are memoised per node,
-// so the walk is linear in the document however many times an anchor is
-// used.
+// size and depth and to check the limits on lists, maps and strings,
+// without building anything. Only anchored nodes can be reached more than
+// once (through aliases), so only their results are memoised: the walk is
+// linear in the document however many times an anchor is used, and its
+// memory is proportional to the anchors, not to the nodes.
 type measurer struct {
 	done   map[*yaml.Node]measured
-	active map[*yaml.Node]bool // nodes on the current path: reaching one again is a cycle
+	active map[*yaml.Node]bool // anchored nodes on the current path: reaching one again is a cycle
 	limit  int
-	bad    *yaml.Node // where the walk failed
+	path   []step // the field path to the node being walked
+	bad    *yaml.Node
+	field  string // the field path of bad
 	msg    string
 }
 
+// step is one step of a field path: a list index (>= 0), a map key
+// (index -1), or nothing (-2: the value of a merge key, whose keys are the
+// map's own).
+type step struct {
+	key   string
+	index int
+}
+
+func (m *measurer) fieldPath() string {
+	var p string
+	for _, s := range m.path {
+		switch {
+		case s.index >= 0:
+			p = JoinIndex(p, s.index)
+		case s.index == -1:
+			p = JoinPath(p, s.key)
+		}
+	}
+	return p
+}
+
 // measure checks that the document rooted at n stays within the node budget
-// and the depth limit with every alias expanded and that no alias refers to
-// a node containing it. It reports a problem and returns false otherwise.
+// and the limits on depth, list, map and string sizes with every alias
+// expanded and that no alias refers to a node containing it. It reports a
+// problem and returns false otherwise.
 func (c *converter) measure(n *yaml.Node) bool {
 	m := &measurer{done: map[*yaml.Node]measured{}, active: map[*yaml.Node]bool{}, limit: c.budget}
 	got, ok := m.walk(n, 1)
 	if !ok {
-		c.errorf(m.bad, "", "%s", m.msg)
+		c.errorf(m.bad, m.field, "%s", m.msg)
 		return false
 	}
 	c.budget -= got.size
@@ -100,25 +116,30 @@ func (c *converter) measure(n *yaml.Node) bool {
 }
 
 func (m *measurer) fail(n *yaml.Node, format string, args ...any) (measured, bool) {
-	m.bad, m.msg = n, fmt.Sprintf(format, args...)
+	m.bad, m.field, m.msg = n, m.fieldPath(), fmt.Sprintf(format, args...)
 	return measured{}, false
 }
 
 func (m *measurer) walk(n *yaml.Node, depth int) (measured, bool) {
-	if got, ok := m.done[n]; ok {
-		if depth+got.height-1 > maxDepth {
-			return m.fail(n, "document is nested more than %d levels deep (with aliases expanded)", maxDepth)
+	anchored := n.Anchor != ""
+	if anchored {
+		if got, ok := m.done[n]; ok {
+			if depth+got.height-1 > maxDepth {
+				return m.fail(n, "document is nested more than %d levels deep (with aliases expanded)", maxDepth)
+			}
+			return got, true
 		}
-		return got, true
 	}
 	if depth > maxDepth {
 		return m.fail(n, "document is nested more than %d levels deep (with aliases expanded)", maxDepth)
 	}
-	if m.active[n] {
-		return m.fail(n, "alias *%s refers to a node that contains it", n.Anchor)
+	if anchored {
+		if m.active[n] {
+			return m.fail(n, "alias *%s refers to a node that contains it", n.Anchor)
+		}
+		m.active[n] = true
+		defer delete(m.active, n)
 	}
-	m.active[n] = true
-	defer delete(m.active, n)
 	got := measured{size: 1, height: 1}
 	switch n.Kind {
 	case yaml.AliasNode:
@@ -133,20 +154,50 @@ func (m *measurer) walk(n *yaml.Node, depth int) (measured, bool) {
 			return t, false
 		}
 		got = t
-	default:
-		for _, child := range n.Content {
-			t, ok := m.walk(child, depth+1)
-			if !ok {
-				return t, false
-			}
-			got.size += t.size
-			got.height = max(got.height, t.height+1)
-			if got.size > m.limit {
-				return m.fail(n, "document expands to more than %d values (aliases expanded); refusing to decode it", maxNodes)
-			}
+	case yaml.ScalarNode:
+		if len(n.Value) > maxStringLen {
+			return m.fail(n, "string is %d bytes long; at most %d (%d KiB) are allowed", len(n.Value), maxStringLen, maxStringLen>>10)
+		}
+	case yaml.SequenceNode:
+		if len(n.Content) > maxListLen {
+			return m.fail(n, "list has %d items; at most %d are allowed", len(n.Content), maxListLen)
+		}
+	case yaml.MappingNode:
+		if len(n.Content)/2 > maxListLen {
+			return m.fail(n, "map has %d keys; at most %d are allowed", len(n.Content)/2, maxListLen)
 		}
 	}
-	m.done[n] = got
+	for i, child := range n.Content {
+		switch {
+		case n.Kind == yaml.SequenceNode:
+			m.path = append(m.path, step{index: i})
+		case n.Kind == yaml.MappingNode && i%2 == 0:
+			if k := deref(child); k.Kind == yaml.ScalarNode && len(k.Value) > maxKeyLen {
+				return m.fail(child, "map key %s is %d bytes long; at most %d are allowed", abbrev(k.Value), len(k.Value), maxKeyLen)
+			}
+		case n.Kind == yaml.MappingNode:
+			if k := deref(n.Content[i-1]); k.Kind == yaml.ScalarNode && k.ShortTag() != mergeTag {
+				m.path = append(m.path, step{key: k.Value, index: -1})
+			} else {
+				m.path = append(m.path, step{key: "", index: -2}) // no step of its own
+			}
+		}
+		t, ok := m.walk(child, depth+1)
+		if n.Kind == yaml.SequenceNode || n.Kind == yaml.MappingNode && i%2 == 1 {
+			m.path = m.path[:len(m.path)-1]
+		}
+		if !ok {
+			return t, false
+		}
+		got.size += t.size
+		got.height = max(got.height, t.height+1)
+		if got.size > m.limit {
+			return m.fail(n, "document expands to more than %d values (aliases expanded); refusing to decode it", maxNodes)
+		}
+	}
+	if anchored {
+		m.done[n] = got
+	}
 	return got, true
 }
 

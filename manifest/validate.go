@@ -9,7 +9,8 @@ import (
 )
 
 // Validate checks a resource the way decoding checks a manifest, for
-// resources built in code: the apiVersion has the form
+// resources built in code: the limits of decoding on nesting, list, map
+// and string sizes (see the package documentation), and the apiVersion has the form
 // <group>/<version>, the kind is set and well formed, the name
 // is a DNS-1123 subdomain (the namespace, if set, a DNS-1123 label), label and annotation keys
 // are not empty, and spec and status hold only normalised values (see
@@ -106,21 +107,37 @@ func walkNormalised(v any, path *pathStep, depth int, add func(*Error)) {
 		return
 	}
 	switch x := v.(type) {
-	case nil, string, bool, int64:
+	case nil, bool, int64:
+	case string:
+		if len(x) > maxStringLen {
+			add(&Error{Field: path.String(), Msg: fmt.Sprintf("string is %d bytes long; at most %d (%d KiB) are allowed", len(x), maxStringLen, maxStringLen>>10)})
+		}
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			add(&Error{Field: path.String(), Msg: fmt.Sprintf("want a finite number, got %v", x)})
 		}
 	case map[string]any:
+		if len(x) > maxListLen {
+			add(&Error{Field: path.String(), Msg: fmt.Sprintf("map has %d keys; at most %d are allowed", len(x), maxListLen)})
+			return
+		}
 		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
+			if len(k) > maxKeyLen {
+				add(&Error{Field: path.String(), Msg: fmt.Sprintf("map key %s is %d bytes long; at most %d are allowed", abbrev(k), len(k), maxKeyLen)})
+				continue
+			}
 			walkNormalised(x[k], &pathStep{parent: path, key: k, index: -1}, depth+1, add)
 		}
 	case []any:
+		if len(x) > maxListLen {
+			add(&Error{Field: path.String(), Msg: fmt.Sprintf("list has %d items; at most %d are allowed", len(x), maxListLen)})
+			return
+		}
 		for i, e := range x {
 			walkNormalised(e, &pathStep{parent: path, index: i}, depth+1, add)
 		}

@@ -102,7 +102,7 @@ func TestValidateSelfContainingValue(t *testing.T) {
 	r.Spec["loop"] = loop
 	err := manifest.Validate(r)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "nested more than 10000 levels")
+	assert.Contains(t, err.Error(), "nested more than 128 levels")
 }
 
 func TestDecodedResourcesValidate(t *testing.T) {
