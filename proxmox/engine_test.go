@@ -12,6 +12,7 @@ import (
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/proxmox"
 	"github.com/openctl/openctl/proxmox/proxmoxtest"
+	"github.com/openctl/openctl/refs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -190,4 +191,20 @@ func TestFingerprintMismatchRefusesToConnect(t *testing.T) {
 	assert.True(t, errcode.Is(err, errcode.Unauthorized), "%v", err)
 	assert.Contains(t, err.Error(), "fingerprint")
 	assert.Zero(t, total(srv), "no request may reach a server whose certificate does not match")
+}
+
+// TestRefToAFieldNoVMHas: a $ref to a VM field that does not exist
+// (status.adress) is refused by Validate, before anything is applied;
+// one that exists (status.ip) is accepted.
+func TestRefToAFieldNoVMHas(t *testing.T) {
+	e := engine(t, newEnv(t).p, 2)
+	web := vm("web-01", nil)
+	user := func(field string) *manifest.Resource {
+		return &manifest.Resource{APIVersion: proxmox.APIVersion, Kind: proxmox.KindVirtualMachine, Metadata: manifest.Metadata{Name: "app-01"},
+			Spec: vm("app-01", map[string]any{"description": refs.Marker(vmID("web-01"), field)}).Spec}
+	}
+	require.NoError(t, e.Validate(t.Context(), web, user("status.ip")))
+	err := e.Validate(t.Context(), web, user("status.adress"))
+	require.ErrorIs(t, err, errcode.Invalid)
+	assert.ErrorContains(t, err, "status.adress")
 }
