@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -44,7 +45,7 @@ are checked, and validate says so.`,
 				return err
 			}
 			if err := eng.Validate(cmd.Context(), rs...); err != nil {
-				return errcode.Wrap(errcode.Invalid, fmt.Sprintf("%d %s checked", len(rs), plural(len(rs), "resource", "resources")), err)
+				return &checkedError{n: len(rs), err: err}
 			}
 			for _, name := range unchecked.names() {
 				a.note("openctl: the %s provider is not configured: checked decoding, kinds and $refs of its resources, not their specs", name)
@@ -148,3 +149,17 @@ func (u unvalidated) Delete(context.Context, manifest.ID) error { return u.notCo
 func (u unvalidated) notConfigured() error {
 	return errcode.New(errcode.Invalid, "openctl: the "+u.info.Name+" provider is not configured")
 }
+
+// checkedError is validate's failure: how many resources were checked,
+// then the engine's problems, with the "openctl: " the command adds said
+// once. It is an invalid-input error whatever its cause.
+type checkedError struct {
+	n   int
+	err error
+}
+
+func (e *checkedError) Error() string {
+	return fmt.Sprintf("%d %s checked: %s", e.n, plural(e.n, "resource", "resources"), strings.TrimPrefix(e.err.Error(), "openctl: "))
+}
+
+func (e *checkedError) Unwrap() []error { return []error{e.err, errcode.Invalid} }
