@@ -135,7 +135,13 @@ var vmFields = []vmField{
 		have:  func(conf vmConfig) string { return strings.Join(tagsOf(conf["tags"]), ";") },
 		value: func(v string) any { return anyList(without(tagsOf(v), managedTag)) },
 		validate: func(s *VMSpec) error {
+			if len(s.Tags) > maxTags {
+				return ferr("spec.tags", "at most %d tags, got %d", maxTags, len(s.Tags))
+			}
 			for i, t := range s.Tags {
+				if len(t) > maxTagLen {
+					return ferr(fmt.Sprintf("spec.tags[%d]", i), "a tag is at most %d characters, got %d", maxTagLen, len(t))
+				}
 				if !tagRe.MatchString(t) {
 					return ferr(fmt.Sprintf("spec.tags[%d]", i), "tags are lower-case letters, digits and _-+. (got %q)", t)
 				}

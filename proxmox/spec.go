@@ -43,7 +43,8 @@ type VMSpec struct {
 	// Agent enables the QEMU guest agent, through which openctl learns
 	// the VM's IP addresses and SSH host key.
 	Agent *AgentSpec `json:"agent,omitempty"`
-	// Tags are added to the tag openctl sets ("openctl").
+	// Tags are added to the tag openctl sets ("openctl"): at most 64,
+	// each lower-case letters, digits and _-+. and at most 128 long.
 	Tags []string `json:"tags,omitempty"`
 	// Description is the VM's notes; openctl appends its marker line.
 	Description string `json:"description,omitempty"`
@@ -147,8 +148,12 @@ var (
 	sizeRe     = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)([KMGT]?)$`)
 	macRe      = regexp.MustCompile(`^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$`)
 	tagRe      = regexp.MustCompile(`^[a-z0-9_][a-z0-9_\-+.]*$`)
-	identRe    = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9\-_.]*$`)
-	cpuTypeRe  = regexp.MustCompile(`^[a-zA-Z0-9_\-.+]+$`)
+	// maxTags and maxTagLen bound spec.tags: Proxmox sets no limit, but
+	// every tag is in the VM's config and shown in its UI, so openctl
+	// refuses lists no one would write on purpose.
+	maxTags, maxTagLen = 64, 128
+	identRe            = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9\-_.]*$`)
+	cpuTypeRe          = regexp.MustCompile(`^[a-zA-Z0-9_\-.+]+$`)
 )
 
 var netModels = []string{"virtio", "e1000", "e1000e", "rtl8139", "vmxnet3"}

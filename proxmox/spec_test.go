@@ -2,6 +2,8 @@ package proxmox_test
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/openctl/openctl/errcode"
@@ -140,4 +142,23 @@ func FuzzDecodeVMSpec(f *testing.F) {
 		_, err = proxmox.DecodeVMSpec(again[0])
 		require.NoError(t, err)
 	})
+}
+
+// TestTagLimits: a tag list no one writes on purpose (the issue's
+// 999,000 tags) is refused naming the field, as is an overlong tag.
+func TestTagLimits(t *testing.T) {
+	p := newEnv(t).p
+	many := make([]any, 65)
+	for i := range many {
+		many[i] = fmt.Sprintf("t%d", i)
+	}
+	err := p.Validate(t.Context(), vm("web-01", map[string]any{"tags": many}))
+	require.ErrorIs(t, err, errcode.Invalid)
+	assert.ErrorContains(t, err, "spec.tags: at most 64 tags, got 65")
+
+	err = p.Validate(t.Context(), vm("web-01", map[string]any{"tags": []any{strings.Repeat("a", 129)}}))
+	require.ErrorIs(t, err, errcode.Invalid)
+	assert.ErrorContains(t, err, "spec.tags[0]: a tag is at most 128 characters, got 129")
+
+	require.NoError(t, p.Validate(t.Context(), vm("web-01", map[string]any{"tags": many[:64]})))
 }
