@@ -296,6 +296,14 @@ func RunConformance(t *testing.T, newStore func(t *testing.T) state.Store) {
 		assert.True(t, errors.Is(err, errcode.Invalid), "got %v", err)
 	})
 
+	t.Run("ValuesKeptExactly", func(t *testing.T) {
+		s := newStore(t)
+		RoundTrip(ctx, t, s, "tricky", TrickyValues())
+		for i, str := range TrickyStrings {
+			RoundTrip(ctx, t, s, fmt.Sprintf("s%d", i), map[string]any{"v": str, str: []any{str}})
+		}
+	})
+
 	t.Run("CancelledContext", func(t *testing.T) {
 		s := newStore(t)
 		cctx, cancel := context.WithCancel(ctx)
