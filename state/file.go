@@ -124,7 +124,7 @@ func OpenFile(dir string, opts FileOptions) (*FileStore, error) {
 		return nil, errcode.Wrap(errcode.Invalid, "state: creating the lock directory", err)
 	}
 	s := &FileStore{dir: abs, log: log}
-	s.keys = seal.NewUnlocker(opts.Passphrase)
+	s.keys = seal.NewUnlocker(seal.WarnWeak(opts.Passphrase, log))
 	return s, nil
 }
 
