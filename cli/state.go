@@ -239,8 +239,11 @@ state unless --from names another. A store is named by a PostgreSQL DSN
 (postgres://user@host:5432/db, or host=... dbname=...) or by file:DIR for the
 file store in DIR.
 
-Copying refuses, changing nothing, when the target holds a different resource
-under the same name or a newer version of one. Copying again is safe. The
+The target takes the source's identity, with which the resources openctl
+created are marked, so that it goes on managing them. Copying refuses,
+changing nothing, when the target holds a different resource under the same
+name or a newer version of one, or holds records under an identity of its own
+(copy into an empty store). Copying again is safe. The
 source is left as it was; point the configuration at the new store
 (state.dsn, or $OPENCTL_STATE_DSN) to use it.`,
 		Example: `  openctl state migrate --to postgres://openctl@db.lab:5432/openctl

@@ -50,6 +50,7 @@
 // ~/.openctl/state ([DefaultDir]), laid out as:
 //
 //	key.yaml                         the sealed data key (see Secrets)
+//	store-id                         the store's identity (see Identity)
 //	<provider>/<kind>/<name>.yaml    one record per file
 //	locks/<scope>.lock               a held lock: who, host, pid, operation, since
 //	locks/.records, locks/.scopes    flock(2) files serialising writers
@@ -58,8 +59,10 @@
 // or others can write is refused, one they can read is used with a warning.
 // A record file is the record's fields as YAML, its secrets sealed, and a
 // last line holding the SHA-256 of the rest, so that a truncated or damaged
-// file is detected. Spec and status values keep their types (a float stays
-// a float, a string that looks like a number stays a string).
+// file is detected. Spec and status values are kept exactly: types (a
+// float stays a float, a string that looks like a number stays a string)
+// and bytes (line breaks, spaces, bytes that are not UTF-8); every store
+// runs the same round-trip test and fuzz target of tricky values.
 //
 // Writes are atomic: the new contents go to a temporary file (.<name>.yaml.tmp)
 // in the same directory, which is fsynced and renamed over the record file,
@@ -89,6 +92,20 @@
 // it still holds its own lock ID, so unlocking after a ForceUnlock never
 // removes somebody else's lock.
 //
+// # Identity
+//
+// Stores that implement [Identified] have an identity: a random ID made
+// when the store is first used, kept with its data (the file store-id,
+// 0600, in the file store; a row in PostgreSQL) and the same for every
+// process that opens the store. Providers mark what they create with it,
+// so that two openctl installations with different state never adopt each
+// other's resources. The file store creates the file under a temporary
+// name and hard-links it into place, so processes opening a new store at
+// once agree on one identity. [Copy] carries the source's identity into
+// the target ([IdentityAdopter]), which must manage what the source
+// created; a target holding records under an identity of its own is
+// refused.
+//
 // # Secrets
 //
 // Record.Secrets holds values a provider marks secret (kubeconfigs, join
@@ -106,7 +123,9 @@
 // OPENCTL_STATE_PASSPHRASE_FILE. A FileStore asks for it at most once, the
 // first time it writes or reads a record with secrets, and unlocks the data
 // key once: listing 1,000 sealed records costs one key derivation, not
-// 1,000. A store whose records carry no secrets never asks. The key file
+// 1,000. A store whose records carry no secrets never asks. A passphrase
+// shorter than seal.MinPassphraseLength (12 characters) is used with a
+// warning through FileOptions.Logger. The key file
 // is created, 0600, when the first record with secrets is written. A wrong
 // passphrase is an error matching errcode.Unauthorized; a key file others
 // can write is refused. The seal package documents recovering secrets with

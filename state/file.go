@@ -58,7 +58,10 @@ type FileStore struct {
 	keyStat os.FileInfo   // the stat of the file keyFile was read from
 }
 
-var _ RawStore = (*FileStore)(nil)
+var (
+	_ RawStore        = (*FileStore)(nil)
+	_ IdentityAdopter = (*FileStore)(nil)
+)
 
 // File and directory names inside a FileStore's directory.
 const (

@@ -57,6 +57,14 @@
 //   - openctl_locks: one row per held lock scope: the holder's lock id,
 //     who, host, pid, operation and start time, and its PostgreSQL
 //     backend pid.
+//   - openctl_meta: name/value rows; "store_id" holds the database's
+//     identity (state.Identified), inserted by the first StoreID (ON
+//     CONFLICT DO NOTHING, so concurrent clients agree on one).
+//     state.Copy carries the source's identity into an empty database.
+//
+// Spec and status are jsonb; the few values jsonb cannot hold exactly
+// (strings with NUL or bytes that are not UTF-8, -0.0) are stored behind
+// an escape mark (U+E000) and read back as written.
 //
 // Put is a single conditional statement — INSERT ... ON CONFLICT DO
 // NOTHING for generation 0, UPDATE ... WHERE generation = $expected (and
