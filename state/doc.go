@@ -84,13 +84,26 @@
 // a temporary file, then hard-linked to the name, which fails if the name
 // exists) holding the caller's [LockInfo]. If the scope is held, Lock
 // returns a *LockedError naming the holder; a lock file that cannot be read
-// still means locked, and the error names the file. When the holder is a
-// process of this host that no longer runs, the error has Stale set and
-// says so: the lock was left by a crash. Locks are never broken behind the
-// user's back; FileStore.ForceUnlock (openctl state force-unlock) removes a
-// lock whoever holds it. An unlock function removes the lock file only if
-// it still holds its own lock ID, so unlocking after a ForceUnlock never
-// removes somebody else's lock.
+// still means locked, and the error names the file. [LockInfo.Status] says
+// what this host can tell about the holder:
+//
+//   - HolderDead: it ran on this host in this boot (the lock records
+//     Linux's boot ID) and its pid no longer runs — killed or crashed. The
+//     next Lock removes its lock file, logs a warning naming it through
+//     FileOptions.Logger, and takes the lock: nobody needs force-unlock.
+//   - HolderGone: its pid no longer runs on this host, but the lock does not
+//     prove it was taken in this boot (an older openctl wrote it). The
+//     error has Stale set and gives the command that breaks it, openctl
+//     state force-unlock.
+//   - HolderRunning: a process of this host with its pid runs. Lock waits
+//     for it (LockWait) or fails; FileStore.ForceUnlock refuses to break
+//     the lock, with a *LockedError that has Running set, unless
+//     ForceUnlockOptions.Force (openctl state force-unlock --force).
+//   - HolderUnknown: another host; ForceUnlock breaks it when asked.
+//
+// An unlock function removes the lock file only if it still holds its own
+// lock ID, so unlocking after a ForceUnlock never removes somebody else's
+// lock.
 //
 // # Identity
 //

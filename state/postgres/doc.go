@@ -117,7 +117,10 @@
 // needs the holder's role, pg_signal_backend or superuser), waits until
 // the lock is released, and deletes that holder's row (not one a new
 // holder wrote meanwhile); the CLI exposes it as
-// openctl state force-unlock.
+// openctl state force-unlock. Like the file store's, it refuses to break
+// the lock of a holder that is a process of this host that still runs
+// (state.HolderRunning) unless state.ForceUnlockOptions.Force is set
+// (openctl state force-unlock --force).
 //
 // # Tests
 //
