@@ -87,8 +87,10 @@
 // still means locked, and the error names the file. [LockInfo.Status] says
 // what this host can tell about the holder:
 //
-//   - HolderDead: it ran on this host in this boot (the lock records
-//     Linux's boot ID) and its pid no longer runs — killed or crashed. The
+//   - HolderDead: it ran on this host in this boot and PID namespace (the
+//     lock records Linux's boot ID and /proc/self/ns/pid, so a container
+//     sharing the host's name is not mistaken for it) and its pid no
+//     longer runs — killed or crashed. The
 //     next Lock removes its lock file, logs a warning naming it through
 //     FileOptions.Logger, and takes the lock: nobody needs force-unlock.
 //   - HolderGone: its pid no longer runs on this host, but the lock does not

@@ -671,6 +671,13 @@ func TestFileStoreLockHolders(t *testing.T) {
 	}{
 		{"dead process on this host, no boot ID (older openctl)", holder(host, dead, ""), true, false, dead, "lock file"},
 		{"dead process on this host, another boot", holder(host, dead, "another-boot"), true, false, dead, "lock file"},
+		{"dead process on this host, another PID namespace", func() []byte {
+			info := state.NewLockInfo("apply")
+			info.ID, info.Who, info.Scope, info.PID, info.PIDNamespace = "someone", "alice", "default", dead, "pid:[1]"
+			data, err := yaml.Marshal(info)
+			require.NoError(t, err)
+			return data
+		}(), true, false, dead, "lock file"},
 		{"live process on this host", holder(host, os.Getpid(), boot), false, true, os.Getpid(), ""},
 		{"live process on this host, no boot ID", holder(host, os.Getpid(), ""), false, true, os.Getpid(), ""},
 		{"process on another host", holder("elsewhere.example", dead, boot), false, false, dead, ""},

@@ -248,6 +248,10 @@ type LockInfo struct {
 	// taken by older openctls). With it a holder that no longer runs is
 	// provably dead rather than a pid that might belong to another boot.
 	BootID string `json:"bootID,omitempty" yaml:"bootID,omitempty"`
+	// PIDNamespace identifies the holder's PID namespace (the target of
+	// /proc/self/ns/pid), since PID is only meaningful there: a container
+	// that shares the host's name and kernel has its own PIDs.
+	PIDNamespace string `json:"pidNamespace,omitempty" yaml:"pidNamespace,omitempty"`
 }
 
 // ForceUnlockOptions tune the ForceUnlock of the stores whose locks can
@@ -275,8 +279,8 @@ const (
 	// it, or the system has no boot ID): the lock is stale, and a human
 	// decides.
 	HolderGone
-	// HolderDead: the holder ran on this host in this boot and its pid no
-	// longer runs: provably dead. Stores clear such a lock, with a
+	// HolderDead: the holder ran on this host in this boot and PID
+	// namespace, and its pid no longer runs: provably dead. Stores clear such a lock, with a
 	// warning, when someone else wants it.
 	HolderDead
 )
@@ -290,11 +294,21 @@ func (h LockInfo) Status() HolderStatus {
 	if !processGone(h.PID) {
 		return HolderRunning
 	}
-	if boot := bootID(); boot != "" && h.BootID == boot {
+	if boot := bootID(); boot != "" && h.BootID == boot && h.PIDNamespace == pidNamespace() {
 		return HolderDead
 	}
 	return HolderGone
 }
+
+// pidNamespace returns the identifier of this process's PID namespace, or
+// "" where there is none.
+var pidNamespace = sync.OnceValue(func() string {
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	return ns
+})
 
 // bootIDFile holds the identifier of the running boot on Linux.
 const bootIDFile = "/proc/sys/kernel/random/boot_id"
@@ -309,14 +323,15 @@ var bootID = sync.OnceValue(func() string {
 })
 
 // NewLockInfo fills a LockInfo for this process: a random ID, the user, the
-// host name, the PID, the operation, the current time and the boot ID.
+// host name, the PID, the operation, the current time, the boot ID and
+// the PID namespace.
 func NewLockInfo(operation string) LockInfo {
 	host, _ := os.Hostname()
 	who := os.Getenv("USER")
 	if who == "" {
 		who = fmt.Sprintf("uid-%d", os.Getuid())
 	}
-	return LockInfo{ID: NewID(), Who: who, Host: host, PID: os.Getpid(), Operation: operation, Created: time.Now().UTC(), BootID: bootID()}
+	return LockInfo{ID: NewID(), Who: who, Host: host, PID: os.Getpid(), Operation: operation, Created: time.Now().UTC(), BootID: bootID(), PIDNamespace: pidNamespace()}
 }
 
 // NewID returns a random 128-bit identifier in hex, used for lock IDs and
