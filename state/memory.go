@@ -23,6 +23,9 @@ import (
 // once and only when a record with secrets is exported or imported.
 // ExportRaw creates the key the first time it needs one; ImportRaw adopts
 // the imported key.
+//
+// Its identity (StoreID) is random, made by NewMemory, and lives as long
+// as the store.
 type Memory struct {
 	mu      sync.Mutex              // guards records, locks and id
 	records map[manifest.ID]*Record // owned copies
