@@ -192,17 +192,25 @@ the provider can (it hands the existing resource to the provider).`,
 // forceUnlocker is implemented by the stores whose locks can outlive their
 // holder: the file store and PostgreSQL.
 type forceUnlocker interface {
-	ForceUnlock(ctx context.Context, scope string) error
+	ForceUnlock(ctx context.Context, scope string, opts state.ForceUnlockOptions) error
 }
 
 func (a *app) stateForceUnlockCmd() *cobra.Command {
-	return &cobra.Command{
+	var force bool
+	cmd := &cobra.Command{
 		Use:   "force-unlock [SCOPE]",
 		Short: "Break a state lock left behind by an openctl that crashed",
-		Long: `Break the state lock (scope "default", which apply and delete take) whatever
-holds it. Use it only when the holder named in the "locked by" message no
-longer runs — a crash, a killed CI job: two openctls working on one state at
-once can record the wrong thing.`,
+		Long: `Break the state lock (scope "default", which apply and delete take). Use it
+only when the holder named in the "locked by" message no longer runs — a
+crash, a killed CI job — or is stuck: two openctls working on one state at
+once can record the wrong thing.
+
+A holder that is a process of this host and still runs is refused, naming it,
+unless --force is given. A lock whose holder ran on this host in this boot and
+no longer runs is cleared by the next openctl that wants it, with a warning:
+it needs no force-unlock.`,
+		Example: `  openctl state force-unlock
+  openctl state force-unlock --force   # the holder runs but is stuck`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			scope := state.DefaultScope
@@ -218,13 +226,15 @@ once can record the wrong thing.`,
 			if !ok {
 				return fmt.Errorf("the %T state store has no locks to break", s.store)
 			}
-			if err := fu.ForceUnlock(cmd.Context(), scope); err != nil {
+			if err := fu.ForceUnlock(cmd.Context(), scope, state.ForceUnlockOptions{Force: force}); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "state lock %q released\n", scope)
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&force, "force", false, "break the lock even if its holder still runs on this host")
+	return cmd
 }
 
 func (a *app) stateMigrateCmd() *cobra.Command {
@@ -239,8 +249,11 @@ state unless --from names another. A store is named by a PostgreSQL DSN
 (postgres://user@host:5432/db, or host=... dbname=...) or by file:DIR for the
 file store in DIR.
 
-Copying refuses, changing nothing, when the target holds a different resource
-under the same name or a newer version of one. Copying again is safe. The
+The target takes the source's identity, with which the resources openctl
+created are marked, so that it goes on managing them. Copying refuses,
+changing nothing, when the target holds a different resource under the same
+name or a newer version of one, or holds records under an identity of its own
+(copy into an empty store). Copying again is safe. The
 source is left as it was; point the configuration at the new store
 (state.dsn, or $OPENCTL_STATE_DSN) to use it.`,
 		Example: `  openctl state migrate --to postgres://openctl@db.lab:5432/openctl

@@ -26,6 +26,14 @@ import (
 // since an earlier copy), or is sealed with another key and holds records.
 // Records of the target that the source lacks are kept. Copying again after
 // a partial failure is safe. Copy returns the number of records copied.
+//
+// The target takes the source's identity ([Identified]): providers mark
+// the resources they create with the identity of the store that recorded
+// them, and the target must go on managing them. The target must support
+// it ([IdentityAdopter]) unless the source holds no records, and a target
+// that holds records under an identity of its own is refused (its
+// resources are marked with that one), changing nothing. Copying into an
+// empty store — what openctl state migrate is for — always works.
 func Copy(ctx context.Context, from, to RawStore) (n int, err error) {
 	unlockFrom, err := from.Lock(ctx, DefaultScope, NewLockInfo("copy"))
 	if err != nil {
@@ -57,10 +65,39 @@ func Copy(ctx context.Context, from, to RawStore) (n int, err error) {
 	if err := checkCopy(key, recs, existing); err != nil {
 		return 0, err
 	}
+	// Before the records: a target that failed to import them keeps the
+	// source's identity, and copying again completes it.
+	if err := copyIdentity(ctx, from, to, len(recs)); err != nil {
+		return 0, err
+	}
 	if err := to.ImportRaw(ctx, key, recs); err != nil {
 		return 0, fmt.Errorf("state: copy: writing the target: %w", err)
 	}
 	return len(recs), nil
+}
+
+// copyIdentity gives the target the source's identity; n is the number of
+// records to copy.
+func copyIdentity(ctx context.Context, from, to RawStore, n int) error {
+	src, ok := from.(Identified)
+	if !ok {
+		return nil // nothing the source recorded is marked with an identity
+	}
+	id, err := src.StoreID(ctx)
+	if err != nil {
+		return fmt.Errorf("state: copy: reading the source's identity: %w", err)
+	}
+	dst, ok := to.(IdentityAdopter)
+	if !ok {
+		if n == 0 {
+			return nil
+		}
+		return errcode.New(errcode.Invalid, fmt.Sprintf("state: copy: the target (%T) cannot take the source's identity, so it could not manage the resources the source created; nothing copied", to))
+	}
+	if err := dst.AdoptStoreID(ctx, id); err != nil {
+		return fmt.Errorf("state: copy: giving the target the source's identity: %w", err)
+	}
+	return nil
 }
 
 // checkCopy reports records of the source that would overwrite a different

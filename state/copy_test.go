@@ -155,7 +155,12 @@ func TestImportRefusesAnotherKey(t *testing.T) {
 			kf, ring := testKey(t)
 			require.NoError(t, state.UseKeyForTest(dst, otherKey, otherRing))
 			require.NoError(t, state.UseKeyForTest(dst, kf, ring))
-			_, err := dst.Put(ctx, thing("mine"))
+			// The same identity (an earlier copy), so that the key is
+			// what differs.
+			id, err := src.(state.Identified).StoreID(ctx)
+			require.NoError(t, err)
+			require.NoError(t, dst.(state.IdentityAdopter).AdoptStoreID(ctx, id))
+			_, err = dst.Put(ctx, thing("mine"))
 			require.NoError(t, err)
 			_, err = state.Copy(ctx, src, dst)
 			require.Error(t, err)

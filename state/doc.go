@@ -50,6 +50,7 @@
 // ~/.openctl/state ([DefaultDir]), laid out as:
 //
 //	key.yaml                         the sealed data key (see Secrets)
+//	store-id                         the store's identity (see Identity)
 //	<provider>/<kind>/<name>.yaml    one record per file
 //	locks/<scope>.lock               a held lock: who, host, pid, operation, since
 //	locks/.records, locks/.scopes    flock(2) files serialising writers
@@ -58,8 +59,10 @@
 // or others can write is refused, one they can read is used with a warning.
 // A record file is the record's fields as YAML, its secrets sealed, and a
 // last line holding the SHA-256 of the rest, so that a truncated or damaged
-// file is detected. Spec and status values keep their types (a float stays
-// a float, a string that looks like a number stays a string).
+// file is detected. Spec and status values are kept exactly: types (a
+// float stays a float, a string that looks like a number stays a string)
+// and bytes (line breaks, spaces, bytes that are not UTF-8); every store
+// runs the same round-trip test and fuzz target of tricky values.
 //
 // Writes are atomic: the new contents go to a temporary file (.<name>.yaml.tmp)
 // in the same directory, which is fsynced and renamed over the record file,
@@ -81,13 +84,42 @@
 // a temporary file, then hard-linked to the name, which fails if the name
 // exists) holding the caller's [LockInfo]. If the scope is held, Lock
 // returns a *LockedError naming the holder; a lock file that cannot be read
-// still means locked, and the error names the file. When the holder is a
-// process of this host that no longer runs, the error has Stale set and
-// says so: the lock was left by a crash. Locks are never broken behind the
-// user's back; FileStore.ForceUnlock (openctl state force-unlock) removes a
-// lock whoever holds it. An unlock function removes the lock file only if
-// it still holds its own lock ID, so unlocking after a ForceUnlock never
-// removes somebody else's lock.
+// still means locked, and the error names the file. [LockInfo.Status] says
+// what this host can tell about the holder:
+//
+//   - HolderDead: it ran on this host in this boot and PID namespace (the
+//     lock records Linux's boot ID and /proc/self/ns/pid, so a container
+//     sharing the host's name is not mistaken for it) and its pid no
+//     longer runs — killed or crashed. The
+//     next Lock removes its lock file, logs a warning naming it through
+//     FileOptions.Logger, and takes the lock: nobody needs force-unlock.
+//   - HolderGone: its pid no longer runs on this host, but the lock does not
+//     prove it was taken in this boot (an older openctl wrote it). The
+//     error has Stale set and gives the command that breaks it, openctl
+//     state force-unlock.
+//   - HolderRunning: a process of this host with its pid runs. Lock waits
+//     for it (LockWait) or fails; FileStore.ForceUnlock refuses to break
+//     the lock, with a *LockedError that has Running set, unless
+//     ForceUnlockOptions.Force (openctl state force-unlock --force).
+//   - HolderUnknown: another host; ForceUnlock breaks it when asked.
+//
+// An unlock function removes the lock file only if it still holds its own
+// lock ID, so unlocking after a ForceUnlock never removes somebody else's
+// lock.
+//
+// # Identity
+//
+// Stores that implement [Identified] have an identity: a random ID made
+// when the store is first used, kept with its data (the file store-id,
+// 0600, in the file store; a row in PostgreSQL) and the same for every
+// process that opens the store. Providers mark what they create with it,
+// so that two openctl installations with different state never adopt each
+// other's resources. The file store creates the file under a temporary
+// name and hard-links it into place, so processes opening a new store at
+// once agree on one identity. [Copy] carries the source's identity into
+// the target ([IdentityAdopter]), which must manage what the source
+// created; a target holding records under an identity of its own is
+// refused.
 //
 // # Secrets
 //
@@ -106,7 +138,9 @@
 // OPENCTL_STATE_PASSPHRASE_FILE. A FileStore asks for it at most once, the
 // first time it writes or reads a record with secrets, and unlocks the data
 // key once: listing 1,000 sealed records costs one key derivation, not
-// 1,000. A store whose records carry no secrets never asks. The key file
+// 1,000. A store whose records carry no secrets never asks. A passphrase
+// shorter than seal.MinPassphraseLength (12 characters) is used with a
+// warning through FileOptions.Logger. The key file
 // is created, 0600, when the first record with secrets is written. A wrong
 // passphrase is an error matching errcode.Unauthorized; a key file others
 // can write is refused. The seal package documents recovering secrets with

@@ -58,7 +58,10 @@ type FileStore struct {
 	keyStat os.FileInfo   // the stat of the file keyFile was read from
 }
 
-var _ RawStore = (*FileStore)(nil)
+var (
+	_ RawStore        = (*FileStore)(nil)
+	_ IdentityAdopter = (*FileStore)(nil)
+)
 
 // File and directory names inside a FileStore's directory.
 const (
@@ -124,7 +127,7 @@ func OpenFile(dir string, opts FileOptions) (*FileStore, error) {
 		return nil, errcode.Wrap(errcode.Invalid, "state: creating the lock directory", err)
 	}
 	s := &FileStore{dir: abs, log: log}
-	s.keys = seal.NewUnlocker(opts.Passphrase)
+	s.keys = seal.NewUnlocker(seal.WarnWeak(opts.Passphrase, log))
 	return s, nil
 }
 

@@ -184,7 +184,15 @@ func valueNode(v any, path string) (*yaml.Node, error) {
 		if !utf8.ValidString(x) {
 			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!binary", Value: base64.StdEncoding.EncodeToString([]byte(x))}, nil
 		}
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: x}, nil
+		n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: x}
+		if x == "<<" || strings.ContainsAny(x, "\n\r\u0085\u2028\u2029") {
+			// yaml.v3 would choose a literal block for line breaks, which
+			// loses them at the start ("\n a" reads back as " a") and
+			// alone ("\n" as ""), and writes "<<" plain, which reads back
+			// as a merge key: double quotes keep both.
+			n.Style = yaml.DoubleQuotedStyle
+		}
+		return n, nil
 	case []any:
 		n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: make([]*yaml.Node, 0, len(x))}
 		for i, e := range x {

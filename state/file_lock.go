@@ -101,8 +101,10 @@ func (s *FileStore) lockScopes(ctx context.Context) (func(), error) {
 // info as YAML. If the file exists, Lock returns a *LockedError naming the
 // holder it records, with Stale set when that holder is a process of this
 // host that no longer runs; a lock file that cannot be read still means
-// locked (Detail names the file). Lock never breaks a lock: see
-// ForceUnlock.
+// locked (Detail names the file). A lock whose holder is provably dead —
+// it ran on this host in this boot and its pid no longer runs
+// (HolderDead) — is removed with a warning to the store's logger and
+// taken; Lock never breaks any other lock: see ForceUnlock.
 //
 // The lock file appears atomically with its contents: they are written to
 // a temporary file that is then hard-linked to the lock file's name, which
@@ -138,6 +140,17 @@ func (s *FileStore) Lock(ctx context.Context, scope string, info LockInfo) (func
 		return nil, errcode.Wrap(errcode.Internal, "state: writing lock file "+path, err)
 	}
 	err = os.Link(tmp, path)
+	if errors.Is(err, fs.ErrExist) {
+		// A lock whose holder is provably dead is cleared, once: the
+		// scopes flock keeps every other Lock, unlock and ForceUnlock out
+		// meanwhile.
+		var cleared bool
+		if cleared, err = s.clearDead(scope, path); err == nil && cleared {
+			err = os.Link(tmp, path)
+		} else if err == nil {
+			err = fs.ErrExist
+		}
+	}
 	_ = os.Remove(tmp)
 	if errors.Is(err, fs.ErrExist) {
 		return nil, s.lockedError(scope, path)
@@ -205,14 +218,33 @@ func readLock(path string) (LockInfo, error) {
 func (s *FileStore) lockedError(scope, path string) error {
 	info, err := readLock(path)
 	if err != nil {
-		return &LockedError{Scope: scope, Holder: info, Detail: fmt.Sprintf("its lock file %s cannot be read (%v); if no openctl holds this lock, remove it with ForceUnlock (openctl state force-unlock %s)", path, err, scope)}
+		return &LockedError{Scope: scope, Holder: info, Detail: fmt.Sprintf("its lock file %s cannot be read (%v); if no openctl holds this lock, remove it with `openctl state force-unlock %s`", path, err, scope)}
 	}
 	le := &LockedError{Scope: scope, Holder: info}
-	if host, err := os.Hostname(); err == nil && info.Host == host && processGone(info.PID) {
+	if info.Status() == HolderGone {
 		le.Stale = true
 		le.Detail = "lock file " + path
 	}
 	return le
+}
+
+// clearDead removes the lock file path of scope if its holder is provably
+// dead (HolderDead), with a warning naming it, and reports whether it did.
+// The scopes flock must be held.
+func (s *FileStore) clearDead(scope, path string) (bool, error) {
+	info, err := readLock(path)
+	if err != nil || info.Status() != HolderDead {
+		return false, nil
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, errcode.Wrap(errcode.Internal, "state: removing the stale lock file "+path, err)
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return false, errcode.Wrap(errcode.Internal, "state: removing the stale lock file "+path, err)
+	}
+	s.log.Warn("state: cleared a stale lock: its holder no longer runs on this host (crashed or killed?); check that what it was doing is complete",
+		"scope", scope, "file", path, "who", info.Who, "host", info.Host, "pid", info.PID, "operation", info.Operation, "created", info.Created)
+	return true, nil
 }
 
 // unlock removes the lock file of scope if it still holds lock id,
@@ -244,12 +276,14 @@ func (s *FileStore) unlock(base context.Context, scope, path, id string) error {
 	return nil
 }
 
-// ForceUnlock breaks the lock on scope whoever holds it, by removing its
-// lock file; a scope that is not locked is not an error. Use it only when
-// the holder is known to be gone (a *LockedError with Stale set says so
-// for a process of this host): the holder, if alive, would go on working
-// unprotected. The broken lock's holder is logged as a warning.
-func (s *FileStore) ForceUnlock(ctx context.Context, scope string) error {
+// ForceUnlock breaks the lock on scope by removing its lock file; a scope
+// that is not locked is not an error. It refuses, with a *LockedError that
+// has Running set and names the holder, when the holder is a process of
+// this host that still runs (HolderRunning), unless opts.Force is set. Use
+// it only when the holder is known to be gone or stuck: a holder that is
+// alive goes on working unprotected. The broken lock's holder is logged as
+// a warning.
+func (s *FileStore) ForceUnlock(ctx context.Context, scope string, opts ForceUnlockOptions) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -266,13 +300,16 @@ func (s *FileStore) ForceUnlock(ctx context.Context, scope string) error {
 	if errors.Is(rerr, fs.ErrNotExist) {
 		return nil
 	}
+	if rerr == nil && !opts.Force && info.Status() == HolderRunning {
+		return &LockedError{Scope: scope, Holder: info, Running: true, Detail: "lock file " + path}
+	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return errcode.Wrap(errcode.Internal, "state: removing lock file "+path, err)
 	}
 	if err := syncDir(filepath.Dir(path)); err != nil {
 		return errcode.Wrap(errcode.Internal, "state: removing lock file "+path, err)
 	}
-	s.log.Warn("state: lock broken by ForceUnlock", "scope", scope, "file", path,
+	s.log.Warn("state: lock broken by force-unlock", "scope", scope, "file", path,
 		"who", info.Who, "host", info.Host, "pid", info.PID, "operation", info.Operation, "created", info.Created)
 	return nil
 }

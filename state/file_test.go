@@ -654,24 +654,35 @@ func TestFileStoreLockHolders(t *testing.T) {
 	host, err := os.Hostname()
 	require.NoError(t, err)
 	dead := deadPID(t)
-	holder := func(host string, pid int) []byte {
-		info := state.LockInfo{ID: "someone", Scope: "default", Who: "alice", Host: host, PID: pid, Operation: "apply", Created: time.Now().UTC().Add(-time.Hour)}
+	boot := state.NewLockInfo("x").BootID
+	holder := func(host string, pid int, boot string) []byte {
+		info := state.LockInfo{ID: "someone", Scope: "default", Who: "alice", Host: host, PID: pid, Operation: "apply", Created: time.Now().UTC().Add(-time.Hour), BootID: boot}
 		data, err := yaml.Marshal(info)
 		require.NoError(t, err)
 		return data
 	}
 	tests := []struct {
-		name   string
-		data   []byte
-		stale  bool
-		pid    int
-		detail string
+		name    string
+		data    []byte
+		stale   bool
+		running bool // ForceUnlock refuses without Force
+		pid     int
+		detail  string
 	}{
-		{"dead process on this host", holder(host, dead), true, dead, "lock file"},
-		{"live process on this host", holder(host, os.Getpid()), false, os.Getpid(), ""},
-		{"process on another host", holder("elsewhere.example", dead), false, dead, ""},
-		{"corrupt lock file", []byte("::: {{ not yaml"), false, 0, "cannot be read"},
-		{"empty lock file", nil, false, 0, "empty"},
+		{"dead process on this host, no boot ID (older openctl)", holder(host, dead, ""), true, false, dead, "lock file"},
+		{"dead process on this host, another boot", holder(host, dead, "another-boot"), true, false, dead, "lock file"},
+		{"dead process on this host, another PID namespace", func() []byte {
+			info := state.NewLockInfo("apply")
+			info.ID, info.Who, info.Scope, info.PID, info.PIDNamespace = "someone", "alice", "default", dead, "pid:[1]"
+			data, err := yaml.Marshal(info)
+			require.NoError(t, err)
+			return data
+		}(), true, false, dead, "lock file"},
+		{"live process on this host", holder(host, os.Getpid(), boot), false, true, os.Getpid(), ""},
+		{"live process on this host, no boot ID", holder(host, os.Getpid(), ""), false, true, os.Getpid(), ""},
+		{"process on another host", holder("elsewhere.example", dead, boot), false, false, dead, ""},
+		{"corrupt lock file", []byte("::: {{ not yaml"), false, false, 0, "cannot be read"},
+		{"empty lock file", nil, false, false, 0, "empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -688,16 +699,33 @@ func TestFileStoreLockHolders(t *testing.T) {
 				assert.Contains(t, err.Error(), tt.detail)
 				assert.Contains(t, err.Error(), path)
 			}
+			if tt.stale || tt.detail == "cannot be read" {
+				assert.Contains(t, err.Error(), "`openctl state force-unlock default`", "the message gives the CLI command")
+				assert.NotContains(t, err.Error(), "ForceUnlock", "not the Go method")
+			}
 			if tt.stale {
 				assert.Contains(t, err.Error(), "stale")
-				assert.Contains(t, err.Error(), "ForceUnlock")
-				assert.Contains(t, err.Error(), "openctl state force-unlock default")
 			}
 			_, err = os.Stat(path)
-			require.NoError(t, err, "Lock never breaks a lock by itself")
+			require.NoError(t, err, "Lock breaks no lock but a provably dead holder's")
 
-			require.NoError(t, s.ForceUnlock(ctx, state.DefaultScope))
-			require.NoError(t, s.ForceUnlock(ctx, state.DefaultScope), "force-unlocking a free scope is harmless")
+			if tt.running {
+				err := s.ForceUnlock(ctx, state.DefaultScope, state.ForceUnlockOptions{})
+				require.Error(t, err, "a live holder's lock is not broken without Force")
+				assert.True(t, errors.Is(err, errcode.Conflict), "got %v", err)
+				require.ErrorAs(t, err, &le)
+				assert.True(t, le.Running)
+				assert.Equal(t, tt.pid, le.Holder.PID)
+				assert.Contains(t, err.Error(), "alice@"+host)
+				assert.Contains(t, err.Error(), "still runs")
+				assert.Contains(t, err.Error(), "openctl state force-unlock --force default")
+				_, err = os.Stat(path)
+				require.NoError(t, err, "the lock file stays")
+				require.NoError(t, s.ForceUnlock(ctx, state.DefaultScope, state.ForceUnlockOptions{Force: true}))
+			} else {
+				require.NoError(t, s.ForceUnlock(ctx, state.DefaultScope, state.ForceUnlockOptions{}))
+			}
+			require.NoError(t, s.ForceUnlock(ctx, state.DefaultScope, state.ForceUnlockOptions{}), "force-unlocking a free scope is harmless")
 			u, err := s.Lock(ctx, state.DefaultScope, state.NewLockInfo("delete"))
 			require.NoError(t, err)
 			require.NoError(t, u())
@@ -707,12 +735,39 @@ func TestFileStoreLockHolders(t *testing.T) {
 	}
 }
 
+// A lock left by a process of this host and this boot that no longer
+// runs is cleared by the next Lock, with a warning naming the holder
+// (it once needed openctl state force-unlock every time).
+func TestFileStoreClearsADeadHoldersLock(t *testing.T) {
+	if state.NewLockInfo("x").BootID == "" {
+		t.Skip("this system has no boot ID: no holder is provably dead")
+	}
+	ctx := t.Context()
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	var logs bytes.Buffer
+	s, err := state.OpenFile(filepath.Join(t.TempDir(), "state"), state.FileOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	info := state.NewLockInfo("apply")
+	info.PID, info.Who, info.Scope = deadPID(t), "alice", state.DefaultScope
+	data, err := yaml.Marshal(info)
+	require.NoError(t, err)
+	writeLockFile(t, s, state.DefaultScope, data)
+	unlock, err := s.Lock(ctx, state.DefaultScope, state.NewLockInfo("delete"))
+	require.NoError(t, err, "a provably dead holder's lock is taken over")
+	assert.Contains(t, logs.String(), "level=WARN")
+	assert.Contains(t, logs.String(), "cleared a stale lock")
+	assert.Contains(t, logs.String(), fmt.Sprintf("pid=%d", info.PID))
+	assert.Contains(t, logs.String(), "host="+host)
+	require.NoError(t, unlock())
+}
+
 func TestFileStoreUnlockLeavesAnotherHoldersLock(t *testing.T) {
 	ctx := t.Context()
 	s := newFileStore(t)
 	u1, err := s.Lock(ctx, state.DefaultScope, state.NewLockInfo("apply"))
 	require.NoError(t, err)
-	require.NoError(t, s.ForceUnlock(ctx, state.DefaultScope))
+	require.NoError(t, s.ForceUnlock(ctx, state.DefaultScope, state.ForceUnlockOptions{Force: true}), "our own lock: the holder runs")
 	u2, err := s.Lock(ctx, state.DefaultScope, state.NewLockInfo("delete"))
 	require.NoError(t, err)
 	require.NoError(t, u1(), "the broken lock's unlock is harmless")
@@ -728,7 +783,7 @@ func TestFileStoreLockScopes(t *testing.T) {
 	for _, scope := range []string{"", ".records", "../x", "a/b", strings.Repeat("x", 200)} {
 		_, err := s.Lock(t.Context(), scope, state.NewLockInfo("apply"))
 		assert.True(t, errors.Is(err, errcode.Invalid), "%q: got %v", scope, err)
-		assert.True(t, errors.Is(s.ForceUnlock(t.Context(), scope), errcode.Invalid))
+		assert.True(t, errors.Is(s.ForceUnlock(t.Context(), scope, state.ForceUnlockOptions{}), errcode.Invalid))
 	}
 	u, err := s.Lock(t.Context(), "cluster-1.prod_x", state.NewLockInfo("apply"))
 	require.NoError(t, err)

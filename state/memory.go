@@ -23,10 +23,14 @@ import (
 // once and only when a record with secrets is exported or imported.
 // ExportRaw creates the key the first time it needs one; ImportRaw adopts
 // the imported key.
+//
+// Its identity (StoreID) is random, made by NewMemory, and lives as long
+// as the store.
 type Memory struct {
-	mu      sync.Mutex              // guards records and locks
+	mu      sync.Mutex              // guards records, locks and id
 	records map[manifest.ID]*Record // owned copies
 	locks   map[string]LockInfo     // by scope
+	id      string                  // StoreID: random, made by NewMemory
 
 	keyMu      sync.Mutex                    // guards key; taken before mu, never after
 	key        *seal.KeyFile                 // the key ExportRaw seals with, nil until needed
@@ -48,7 +52,7 @@ func MemoryPassphrase(f func() (secret.Secret, error)) MemoryOption {
 
 // NewMemory returns an empty in-memory store.
 func NewMemory(opts ...MemoryOption) *Memory {
-	m := &Memory{records: map[manifest.ID]*Record{}, locks: map[string]LockInfo{}}
+	m := &Memory{records: map[manifest.ID]*Record{}, locks: map[string]LockInfo{}, id: NewID()}
 	for _, o := range opts {
 		o(m)
 	}
@@ -56,7 +60,10 @@ func NewMemory(opts ...MemoryOption) *Memory {
 	return m
 }
 
-var _ RawStore = (*Memory)(nil)
+var (
+	_ RawStore        = (*Memory)(nil)
+	_ IdentityAdopter = (*Memory)(nil)
+)
 
 // Get returns a copy of the record for id.
 func (m *Memory) Get(ctx context.Context, id manifest.ID) (*Record, error) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/openctl/openctl/errcode"
@@ -242,17 +243,95 @@ type LockInfo struct {
 	PID       int       `json:"pid" yaml:"pid"`
 	Operation string    `json:"operation" yaml:"operation"`
 	Created   time.Time `json:"created" yaml:"created"`
+	// BootID identifies the boot of Host the holder ran in (Linux's
+	// /proc/sys/kernel/random/boot_id; empty elsewhere, and in locks
+	// taken by older openctls). With it a holder that no longer runs is
+	// provably dead rather than a pid that might belong to another boot.
+	BootID string `json:"bootID,omitempty" yaml:"bootID,omitempty"`
+	// PIDNamespace identifies the holder's PID namespace (the target of
+	// /proc/self/ns/pid), since PID is only meaningful there: a container
+	// that shares the host's name and kernel has its own PIDs.
+	PIDNamespace string `json:"pidNamespace,omitempty" yaml:"pidNamespace,omitempty"`
 }
 
+// ForceUnlockOptions tune the ForceUnlock of the stores whose locks can
+// outlive their holder (FileStore, the PostgreSQL store).
+type ForceUnlockOptions struct {
+	// Force breaks the lock even when its holder is a process of this host
+	// that still runs (HolderRunning), which ForceUnlock otherwise refuses
+	// with a *LockedError that has Running set.
+	Force bool
+}
+
+// HolderStatus is what this host can tell about a lock's holder.
+type HolderStatus int
+
+const (
+	// HolderUnknown: the holder is on another host (or recorded no host
+	// or pid): this host cannot tell whether it runs.
+	HolderUnknown HolderStatus = iota
+	// HolderRunning: a process of this host with the holder's pid runs
+	// (it may be the holder, or in another boot a process that reused the
+	// pid: either way, the lock is not known to be abandoned).
+	HolderRunning
+	// HolderGone: no process of this host has the holder's pid, but the
+	// lock does not say it was taken in this boot (an older openctl wrote
+	// it, or the system has no boot ID): the lock is stale, and a human
+	// decides.
+	HolderGone
+	// HolderDead: the holder ran on this host in this boot and PID
+	// namespace, and its pid no longer runs: provably dead. Stores clear such a lock, with a
+	// warning, when someone else wants it.
+	HolderDead
+)
+
+// Status says what this host can tell about the holder h names.
+func (h LockInfo) Status() HolderStatus {
+	host, err := os.Hostname()
+	if err != nil || h.Host == "" || h.Host != host || h.PID <= 0 {
+		return HolderUnknown
+	}
+	if !processGone(h.PID) {
+		return HolderRunning
+	}
+	if boot := bootID(); boot != "" && h.BootID == boot && h.PIDNamespace == pidNamespace() {
+		return HolderDead
+	}
+	return HolderGone
+}
+
+// pidNamespace returns the identifier of this process's PID namespace, or
+// "" where there is none.
+var pidNamespace = sync.OnceValue(func() string {
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	return ns
+})
+
+// bootIDFile holds the identifier of the running boot on Linux.
+const bootIDFile = "/proc/sys/kernel/random/boot_id"
+
+// bootID returns the identifier of this boot, or "" where there is none.
+var bootID = sync.OnceValue(func() string {
+	b, err := os.ReadFile(bootIDFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+})
+
 // NewLockInfo fills a LockInfo for this process: a random ID, the user, the
-// host name, the PID, the operation and the current time.
+// host name, the PID, the operation, the current time, the boot ID and
+// the PID namespace.
 func NewLockInfo(operation string) LockInfo {
 	host, _ := os.Hostname()
 	who := os.Getenv("USER")
 	if who == "" {
 		who = fmt.Sprintf("uid-%d", os.Getuid())
 	}
-	return LockInfo{ID: NewID(), Who: who, Host: host, PID: os.Getpid(), Operation: operation, Created: time.Now().UTC()}
+	return LockInfo{ID: NewID(), Who: who, Host: host, PID: os.Getpid(), Operation: operation, Created: time.Now().UTC(), BootID: bootID(), PIDNamespace: pidNamespace()}
 }
 
 // NewID returns a random 128-bit identifier in hex, used for lock IDs and
@@ -268,18 +347,22 @@ func NewID() string {
 type LockedError struct {
 	Scope  string
 	Holder LockInfo
-	// Stale reports that the holder is a process on this host that no
-	// longer runs: the lock was left behind by a crash. Stores never break
-	// a stale lock by themselves; the user decides, with the store's
-	// ForceUnlock (openctl state force-unlock).
+	// Stale reports that the holder is a process of this host that no
+	// longer runs (HolderGone): the lock was left behind by a crash.
+	// Stores clear a provably dead holder's lock (HolderDead) by
+	// themselves; a stale one the user breaks with openctl state
+	// force-unlock.
 	Stale bool
+	// Running reports that ForceUnlock refused because the holder is a
+	// process of this host that still runs (HolderRunning).
+	Running bool
 	// Detail adds what the store knows beyond Holder, for example that the
 	// lock file naming the holder could not be read.
 	Detail string
 }
 
 // Error names the scope and who holds it, since when, and for a stale lock
-// how to break it.
+// or a running holder what to do.
 func (e *LockedError) Error() string {
 	h := e.Holder
 	var b strings.Builder
@@ -292,8 +375,11 @@ func (e *LockedError) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Detail)
 	}
-	if e.Stale {
-		fmt.Fprintf(&b, "; the lock is stale: process %d no longer runs on %s. If no other openctl is working on this state, break it with ForceUnlock (openctl state force-unlock %s)", h.PID, h.Host, e.Scope)
+	switch {
+	case e.Running:
+		fmt.Fprintf(&b, "; process %d still runs on %s, so the lock was not broken: let it finish or stop it, or if it is stuck break the lock anyway with `openctl state force-unlock --force %s`", h.PID, h.Host, e.Scope)
+	case e.Stale:
+		fmt.Fprintf(&b, "; the lock is stale: process %d no longer runs on %s. If no other openctl is working on this state, break it with `openctl state force-unlock %s`", h.PID, h.Host, e.Scope)
 	}
 	return b.String()
 }

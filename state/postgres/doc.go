@@ -57,6 +57,14 @@
 //   - openctl_locks: one row per held lock scope: the holder's lock id,
 //     who, host, pid, operation and start time, and its PostgreSQL
 //     backend pid.
+//   - openctl_meta: name/value rows; "store_id" holds the database's
+//     identity (state.Identified), inserted by the first StoreID (ON
+//     CONFLICT DO NOTHING, so concurrent clients agree on one).
+//     state.Copy carries the source's identity into an empty database.
+//
+// Spec and status are jsonb; the few values jsonb cannot hold exactly
+// (strings with NUL or bytes that are not UTF-8, -0.0) are stored behind
+// an escape mark (U+E000) and read back as written.
 //
 // Put is a single conditional statement — INSERT ... ON CONFLICT DO
 // NOTHING for generation 0, UPDATE ... WHERE generation = $expected (and
@@ -109,7 +117,10 @@
 // needs the holder's role, pg_signal_backend or superuser), waits until
 // the lock is released, and deletes that holder's row (not one a new
 // holder wrote meanwhile); the CLI exposes it as
-// openctl state force-unlock.
+// openctl state force-unlock. Like the file store's, it refuses to break
+// the lock of a holder that is a process of this host that still runs
+// (state.HolderRunning) unless state.ForceUnlockOptions.Force is set
+// (openctl state force-unlock --force).
 //
 // # Tests
 //

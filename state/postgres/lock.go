@@ -248,15 +248,23 @@ func (l *heldLock) lostLockError(cause error) error {
 	return errcode.Wrap(errcode.Conflict, msg, cause)
 }
 
-// ForceUnlock breaks the lock on scope, whoever holds it: it terminates
-// the holding session (pg_terminate_backend, which needs the holder's role
-// or pg_signal_backend), waits until the advisory lock is released, and
+// ForceUnlock breaks the lock on scope: it terminates the holding session
+// (pg_terminate_backend, which needs the holder's role or
+// pg_signal_backend), waits until the advisory lock is released, and
 // deletes the lock-info row (unless a new holder wrote it meanwhile). The
 // holder, if still running, loses its lock without notice until its
 // unlock, which then returns an errcode.Conflict error: use it only when
-// the holder is known to be gone or stuck (openctl state force-unlock). Breaking a lock nobody holds is not
-// an error.
-func (s *Store) ForceUnlock(ctx context.Context, scope string) error {
+// the holder is known to be gone or stuck (openctl state force-unlock).
+// Breaking a lock nobody holds is not an error.
+//
+// As with the file store, a holder that is a process of this host that
+// still runs (state.HolderRunning) is refused, with a *state.LockedError
+// that has Running set and names it, unless opts.Force is set. A holder
+// on another host cannot be checked from here: its session holds the
+// lock, so its client was connected a minute ago at most (keepalives).
+// A holder that died needs no ForceUnlock: its session ends when its
+// connection closes, and that releases the lock.
+func (s *Store) ForceUnlock(ctx context.Context, scope string, opts state.ForceUnlockOptions) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -266,9 +274,12 @@ func (s *Store) ForceUnlock(ctx context.Context, scope string) error {
 		return s.connectErr(err)
 	}
 	defer conn.Release()
-	info, _, backend, err := s.holder(ctx, conn, scope, key)
+	info, known, backend, err := s.holder(ctx, conn, scope, key)
 	if err != nil {
 		return err
+	}
+	if backend != 0 && known && !opts.Force && info.Status() == state.HolderRunning {
+		return &state.LockedError{Scope: scope, Holder: info, Running: true, Detail: fmt.Sprintf("PostgreSQL backend %d in %s", backend, s.where)}
 	}
 	if backend != 0 {
 		var ok bool

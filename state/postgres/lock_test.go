@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -49,6 +50,16 @@ func TestLockHolderKilledReleasesTheLock(t *testing.T) {
 	assert.Equal(t, c.cmd.Process.Pid, le.Holder.PID)
 	assert.Equal(t, "helper-hold", le.Holder.Operation)
 	assert.True(t, errors.Is(err, errcode.Conflict))
+
+	// A live holder's lock is not broken without Force, and the refusal
+	// names it.
+	err = s.ForceUnlock(t.Context(), testScope, state.ForceUnlockOptions{})
+	require.ErrorAs(t, err, &le)
+	assert.True(t, le.Running)
+	assert.Equal(t, c.cmd.Process.Pid, le.Holder.PID)
+	assert.Contains(t, err.Error(), fmt.Sprintf("pid %d", c.cmd.Process.Pid))
+	_, err = s.Lock(t.Context(), testScope, state.NewLockInfo("apply"))
+	require.ErrorAs(t, err, &le, "the child still holds the lock")
 
 	require.NoError(t, c.cmd.Process.Signal(syscall.SIGKILL))
 	_ = c.cmd.Wait()
@@ -99,7 +110,17 @@ func TestForceUnlock(t *testing.T) {
 	var le *state.LockedError
 	require.ErrorAs(t, err, &le)
 
-	require.NoError(t, other.ForceUnlock(ctx, testScope))
+	// The holder is this process, which runs: refused without Force.
+	err = other.ForceUnlock(ctx, testScope, state.ForceUnlockOptions{})
+	require.ErrorAs(t, err, &le)
+	assert.True(t, le.Running)
+	assert.Equal(t, os.Getpid(), le.Holder.PID)
+	assert.Equal(t, errcode.Conflict, errcode.Of(err))
+	assert.Contains(t, err.Error(), "openctl state force-unlock --force "+testScope)
+	_, err = other.Lock(ctx, testScope, state.NewLockInfo("delete"))
+	require.ErrorAs(t, err, &le, "still held")
+
+	require.NoError(t, other.ForceUnlock(ctx, testScope, state.ForceUnlockOptions{Force: true}))
 	var rows int
 	require.NoError(t, sql(t, dsn, "SELECT count(*) FROM openctl_locks").Scan(&rows))
 	assert.Zero(t, rows)
@@ -118,8 +139,8 @@ func TestForceUnlock(t *testing.T) {
 	require.NoError(t, u2())
 
 	// Breaking a free lock is harmless.
-	require.NoError(t, other.ForceUnlock(ctx, testScope))
-	require.NoError(t, other.ForceUnlock(ctx, "never-locked"))
+	require.NoError(t, other.ForceUnlock(ctx, testScope, state.ForceUnlockOptions{}))
+	require.NoError(t, other.ForceUnlock(ctx, "never-locked", state.ForceUnlockOptions{}))
 }
 
 func TestStaleLockInfoIsOverwritten(t *testing.T) {
@@ -239,7 +260,7 @@ func TestForceUnlockKeepsANewHoldersRow(t *testing.T) {
 	postgres.SetForceTerminatedHook(breaker, func() {
 		unlockNew, hookErr = newcomer.Lock(ctx, testScope, state.NewLockInfo("newcomer"))
 	})
-	require.NoError(t, breaker.ForceUnlock(ctx, testScope))
+	require.NoError(t, breaker.ForceUnlock(ctx, testScope, state.ForceUnlockOptions{Force: true}))
 	require.NoError(t, hookErr, "the lock is free once the holder was terminated")
 	require.NotNil(t, unlockNew)
 

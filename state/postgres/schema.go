@@ -66,11 +66,17 @@ CREATE TABLE openctl_locks (
 	backend_pid integer     NOT NULL
 );
 `},
+	{2, "store metadata: the store's identity", `
+CREATE TABLE openctl_meta (
+	name  text PRIMARY KEY,
+	value text NOT NULL
+);
+`},
 }
 
 // SchemaVersion is the schema version this package creates and reads: the
 // version of the last migration.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // advisoryKey maps a name to a 64-bit advisory lock key (FNV-1a), in a
 // namespace of openctl's own so that other users of advisory locks in the

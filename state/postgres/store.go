@@ -131,12 +131,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		lockConf: lockConf,
 		where:    where,
 		log:      opts.Logger,
-		keys:     keyring{unlocker: seal.NewUnlocker(opts.Passphrase)},
 		held:     map[*heldLock]bool{},
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	s.keys.unlocker = seal.NewUnlocker(seal.WarnWeak(opts.Passphrase, s.log))
 	s.keys.store = s
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

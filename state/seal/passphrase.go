@@ -2,9 +2,11 @@ package seal
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/secret"
@@ -65,4 +67,46 @@ func PassphraseOnce(get func() (secret.Secret, error)) func() (secret.Secret, er
 		}
 		return p, err
 	})
+}
+
+// MinPassphraseLength is the shortest passphrase, in characters, that
+// stores use without a warning. The passphrase is all that protects the
+// sealed secrets of a copied state directory or database dump: PBKDF2
+// slows guessing down, but a passphrase of a few characters is still
+// found in hours. Twelve random characters, or four random words, are out
+// of reach.
+//
+// A shorter passphrase is a warning, not an error, so that state sealed
+// with one stays readable: change it by moving the state to a store
+// sealed with a longer one.
+const MinPassphraseLength = 12
+
+// WeakPassphrase reports why p is too short to protect the state ("" when
+// it is long enough: MinPassphraseLength characters or more). The message
+// gives the length, never the passphrase.
+func WeakPassphrase(p secret.Secret) string {
+	n := utf8.RuneCountInString(p.Reveal())
+	if n >= MinPassphraseLength || n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the state passphrase (%s / %s) has %d characters, fewer than %d: the sealed secrets of a copy of the state could be found by guessing; use a longer one", EnvPassphrase, EnvPassphraseFile, n, MinPassphraseLength)
+}
+
+// WarnWeak returns a function that calls get (nil: [Passphrase]) and,
+// when the passphrase it returns is too short (see [WeakPassphrase]),
+// logs a warning to log. Stores wrap their passphrase function with it;
+// since they ask at most once, they warn at most once.
+func WarnWeak(get func() (secret.Secret, error), log *slog.Logger) func() (secret.Secret, error) {
+	if get == nil {
+		get = Passphrase
+	}
+	return func() (secret.Secret, error) {
+		p, err := get()
+		if err == nil && log != nil {
+			if w := WeakPassphrase(p); w != "" {
+				log.Warn("seal: " + w)
+			}
+		}
+		return p, err
+	}
 }

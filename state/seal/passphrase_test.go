@@ -1,14 +1,18 @@
 package seal_test
 
 import (
+	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/secret"
 	"github.com/openctl/openctl/state/seal"
 )
 
@@ -77,4 +81,49 @@ func setenv(t *testing.T, key, value, unset string) {
 		return
 	}
 	t.Setenv(key, value)
+}
+
+func TestWeakPassphrase(t *testing.T) {
+	tests := []struct {
+		pass string
+		weak bool
+	}{
+		{"x", true},
+		{"elevenchars", true},
+		{"ééééééééééé", true}, // 11 characters, 22 bytes
+		{"twelve chars", false},
+		{"correct horse battery staple", false},
+		{"", false}, // empty is an error elsewhere, not a weak passphrase
+	}
+	for _, tt := range tests {
+		t.Run(tt.pass, func(t *testing.T) {
+			w := seal.WeakPassphrase(secret.New(tt.pass))
+			if !tt.weak {
+				assert.Empty(t, w)
+				return
+			}
+			assert.Contains(t, w, "fewer than 12")
+			if tt.pass != "" {
+				assert.NotContains(t, w, tt.pass, "the warning must not show the passphrase")
+			}
+		})
+	}
+}
+
+func TestWarnWeakLogsOnce(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	get := seal.PassphraseOnce(seal.WarnWeak(func() (secret.Secret, error) { return secret.New("k"), nil }, log))
+	for range 3 {
+		p, err := get()
+		require.NoError(t, err)
+		assert.Equal(t, "k", p.Reveal())
+	}
+	assert.Equal(t, 1, strings.Count(buf.String(), "level=WARN"), buf.String())
+	assert.Contains(t, buf.String(), "has 1 characters, fewer than 12")
+
+	buf.Reset()
+	_, err := seal.WarnWeak(func() (secret.Secret, error) { return secret.New("a long enough passphrase"), nil }, log)()
+	require.NoError(t, err)
+	assert.Empty(t, buf.String())
 }

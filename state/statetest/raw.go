@@ -210,4 +210,50 @@ func RunRawConformance(t *testing.T, newStore func(t *testing.T) state.RawStore)
 		require.NoError(t, err)
 		require.NoError(t, u2())
 	})
+
+	t.Run("CopyCarriesIdentity", func(t *testing.T) {
+		src, dst := newStore(t), newStore(t)
+		srcID, ok1 := src.(state.Identified)
+		dstID, ok2 := dst.(state.IdentityAdopter)
+		if !ok1 || !ok2 {
+			t.Skip("the store has no identity to carry (state.IdentityAdopter)")
+		}
+		a, err := srcID.StoreID(ctx)
+		require.NoError(t, err)
+		b, err := dstID.StoreID(ctx)
+		require.NoError(t, err)
+		require.NotEqual(t, a, b, "two stores have two identities")
+		fill(t, src)
+		_, err = state.Copy(ctx, src, dst)
+		require.NoError(t, err)
+		got, err := dstID.StoreID(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, a, got, "the target manages what the source created: it takes its identity")
+		_, err = state.Copy(ctx, src, dst)
+		require.NoError(t, err, "copying again is harmless")
+	})
+
+	t.Run("CopyRefusesTargetWithIdentityAndRecords", func(t *testing.T) {
+		src, dst := newStore(t), newStore(t)
+		dstID, ok := dst.(state.IdentityAdopter)
+		if _, ok1 := src.(state.Identified); !ok1 || !ok {
+			t.Skip("the store has no identity to carry (state.IdentityAdopter)")
+		}
+		fill(t, src)
+		mine := &state.Record{APIVersion: "test.openctl.io/v1", Kind: "Thing", Name: "mine", SpecHash: "mine"}
+		_, err := dst.Put(ctx, mine)
+		require.NoError(t, err)
+		before, err := dstID.StoreID(ctx)
+		require.NoError(t, err)
+		_, err = state.Copy(ctx, src, dst)
+		require.Error(t, err)
+		assert.True(t, errors.Is(err, errcode.Conflict), "got %v", err)
+		assert.Contains(t, err.Error(), "identity")
+		after, err := dstID.StoreID(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, before, after, "the target keeps its identity")
+		all, err := dst.List(ctx, state.Filter{})
+		require.NoError(t, err)
+		require.Len(t, all, 1, "nothing copied")
+	})
 }

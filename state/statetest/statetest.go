@@ -296,6 +296,41 @@ func RunConformance(t *testing.T, newStore func(t *testing.T) state.Store) {
 		assert.True(t, errors.Is(err, errcode.Invalid), "got %v", err)
 	})
 
+	t.Run("StoreIDStable", func(t *testing.T) {
+		s := newStore(t)
+		ider, ok := s.(state.Identified)
+		if !ok {
+			t.Skip("the store has no identity (state.Identified)")
+		}
+		ids := make([]string, 8)
+		var wg sync.WaitGroup
+		for i := range ids {
+			wg.Go(func() {
+				id, err := ider.StoreID(ctx)
+				assert.NoError(t, err)
+				ids[i] = id
+			})
+		}
+		wg.Wait()
+		require.True(t, state.ValidStoreID(ids[0]), "identity %q", ids[0])
+		for _, id := range ids {
+			assert.Equal(t, ids[0], id, "every caller gets the same identity")
+		}
+		_, err := s.Put(ctx, rec("a"))
+		require.NoError(t, err)
+		again, err := ider.StoreID(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, ids[0], again, "writing records keeps the identity")
+	})
+
+	t.Run("ValuesKeptExactly", func(t *testing.T) {
+		s := newStore(t)
+		RoundTrip(ctx, t, s, "tricky", TrickyValues())
+		for i, str := range TrickyStrings {
+			RoundTrip(ctx, t, s, fmt.Sprintf("s%d", i), map[string]any{"v": str, str: []any{str}})
+		}
+	})
+
 	t.Run("CancelledContext", func(t *testing.T) {
 		s := newStore(t)
 		cctx, cancel := context.WithCancel(ctx)

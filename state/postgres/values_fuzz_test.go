@@ -1,0 +1,33 @@
+package postgres_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/openctl/openctl/state/statetest"
+)
+
+// FuzzValues checks that any string, int64 and float64 a spec or status
+// may hold, as a value, a key and in a list, reads back from PostgreSQL
+// exactly as written: jsonb holds no NUL, no bytes that are not UTF-8 and
+// no negative zero, and these once failed or changed.
+func FuzzValues(f *testing.F) {
+	for i, s := range statetest.TrickyStrings {
+		f.Add(s, int64(i)-3, float64(i)/7)
+	}
+	f.Add("x", int64(math.MaxInt64), math.MaxFloat64)
+	f.Add("x", int64(math.MinInt64), math.Copysign(0, -1))
+	s, _ := newStore(f)
+	f.Fuzz(func(t *testing.T, str string, i int64, fl float64) {
+		if math.IsNaN(fl) || math.IsInf(fl, 0) {
+			fl = 0 // not a value the manifest package accepts
+		}
+		id := "fuzz"
+		require.NoError(t, s.Delete(t.Context(), statetest.ValueID(id)))
+		statetest.RoundTrip(t.Context(), t, s, id, map[string]any{
+			"s": str, str: []any{str, i, fl, map[string]any{str: str}}, "i": i, "f": fl,
+		})
+	})
+}
