@@ -62,15 +62,6 @@ func (e *StateError) Error() string {
 // Unwrap returns the store's error.
 func (e *StateError) Unwrap() error { return e.Err }
 
-// storeUnlocker is the optional ability of a state store to make sure,
-// before anything is applied, that it can seal and open secrets: ask for
-// its passphrase and unlock (or create) its data key. A store without it
-// is asked nothing in advance and fails, if it must, when a record with
-// secrets is written.
-type storeUnlocker interface {
-	Unlock(ctx context.Context) error
-}
-
 // identify returns ctx carrying the store's identity as registry.Owner,
 // read once, when the store has one.
 func (e *Engine) identify(ctx context.Context) (context.Context, error) {
@@ -91,7 +82,7 @@ func (e *Engine) identify(ctx context.Context) (context.Context, error) {
 // checkSealing makes sure the store can seal and open secrets when a resource
 // of s may have some (its kind declares secret fields).
 func (e *Engine) checkSealing(ctx context.Context, s *set) error {
-	u, ok := e.store.(storeUnlocker)
+	u, ok := e.store.(state.Unlocker)
 	if !ok {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/openctl/openctl"
+	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/secret"
 	"github.com/openctl/openctl/state"
 )
@@ -60,4 +61,36 @@ func TestApplyWithFileStore(t *testing.T) {
 	rec, err := st2.Get(ctx, thingID("web"))
 	require.NoError(t, err)
 	assert.Equal(t, "secret-of-web", rec.Secrets["status.token"].Reveal())
+}
+
+// TestFileStorePassphraseIsCheckedBeforeWrites: with the real file store,
+// a missing or wrong passphrase fails an apply of a kind with secret
+// fields before the provider creates anything (it used to create the
+// resource, then fail to record it).
+func TestFileStorePassphraseIsCheckedBeforeWrites(t *testing.T) {
+	dir := t.TempDir()
+	right := func() (secret.Secret, error) { return secret.New("correct horse battery staple"), nil }
+	st, err := state.OpenFile(dir, state.FileOptions{Passphrase: right})
+	require.NoError(t, err)
+	_, err = newEngine(t, newTestProvider(), openctl.WithStore(st)).Apply(t.Context(), thing("first", nil))
+	require.NoError(t, err, "the store's key is created with the right passphrase")
+
+	for name, pass := range map[string]func() (secret.Secret, error){
+		"missing": func() (secret.Secret, error) {
+			return secret.Secret{}, errcode.New(errcode.Invalid, "seal: no state passphrase: set OPENCTL_STATE_PASSPHRASE")
+		},
+		"wrong": func() (secret.Secret, error) { return secret.New("not the passphrase at all"), nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			st, err := state.OpenFile(dir, state.FileOptions{Passphrase: pass})
+			require.NoError(t, err)
+			p := newTestProvider()
+			_, err = newEngine(t, p, openctl.WithStore(st)).Apply(t.Context(), thing("web", nil))
+			require.Error(t, err)
+			var se *openctl.StateError
+			require.ErrorAs(t, err, &se)
+			assert.Equal(t, "unlock", se.Op)
+			assert.Zero(t, p.Calls().Writes(), "nothing is created before the store can record it")
+		})
+	}
 }

@@ -61,6 +61,7 @@ type FileStore struct {
 var (
 	_ RawStore        = (*FileStore)(nil)
 	_ IdentityAdopter = (*FileStore)(nil)
+	_ Unlocker        = (*FileStore)(nil)
 )
 
 // File and directory names inside a FileStore's directory.
@@ -583,6 +584,18 @@ func (s *FileStore) readingKey(id manifest.ID) (*seal.Keyring, error) {
 		return nil, fmt.Errorf("state: unlocking the state key %s: %w", filepath.Join(s.dir, keyFileName), err)
 	}
 	return ring, nil
+}
+
+// Unlock makes sure the store can seal and open secrets (see Unlocker):
+// it unlocks the data key, creating and saving it if the store has none.
+func (s *FileStore) Unlock(ctx context.Context) error {
+	release, err := s.lockRecords(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	_, err = s.sealingKey()
+	return err
 }
 
 // sealingKey returns the unlocked data key to seal secrets with, creating

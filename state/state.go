@@ -180,6 +180,18 @@ func (f Filter) Match(r *Record) bool {
 	return true
 }
 
+// Unlocker is implemented by stores that seal secrets with a key of
+// their own: Unlock makes sure that the store can seal and open secrets
+// — it asks for the passphrase and unlocks the data key, creating the key
+// if the store has none — so that a missing or wrong passphrase is known
+// before anything is changed rather than when a record is written. The
+// engine calls it before applying resources whose kinds have secret
+// fields. Errors: errcode.Invalid for a missing passphrase,
+// errcode.Unauthorized for a wrong one (see package seal).
+type Unlocker interface {
+	Unlock(ctx context.Context) error
+}
+
 // Identified is implemented by stores that have a stable identity: a
 // random ID made when the store is first used and kept with its data, the
 // same for every process that opens that store and different for every

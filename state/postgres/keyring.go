@@ -149,3 +149,11 @@ func (s *Store) readKey(ctx context.Context, q querier, suffix string) (*seal.Ke
 	}
 	return &kf, nil
 }
+
+// Unlock makes sure the store can seal and open secrets (see
+// state.Unlocker): it unlocks the database's data key, creating it if
+// the database has none.
+func (s *Store) Unlock(ctx context.Context) error {
+	_, _, err := s.keys.get(ctx, true)
+	return err
+}

@@ -73,6 +73,7 @@ type Store struct {
 var (
 	_ state.Store    = (*Store)(nil)
 	_ state.RawStore = (*Store)(nil)
+	_ state.Unlocker = (*Store)(nil)
 )
 
 // Open connects to the PostgreSQL database dsn names ("" means
