@@ -17,6 +17,7 @@ import (
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/state"
+	"github.com/openctl/openctl/state/seal"
 )
 
 func TestExitCode(t *testing.T) {
@@ -84,14 +85,19 @@ func TestExitCodeCorruptState(t *testing.T) {
 	_, listErr := st.List(t.Context(), state.Filter{})
 	require.Error(t, listErr)
 
+	keyPath := filepath.Join(t.TempDir(), "key")
+	require.NoError(t, os.WriteFile(keyPath, []byte("version: [\n"), 0o600))
+	_, keyErr := seal.LoadKeyFile(keyPath, nil)
+	require.Error(t, keyErr)
+
 	for name, err := range map[string]error{
 		"get":                 getErr,
 		"list":                listErr,
 		"wrapped by engine":   errcode.Wrap(errcode.Invalid, "openctl: plan VirtualMachine/web-01 (vms.yaml:1)", getErr),
 		"wrapped with %w":     fmt.Errorf("apply: %w", getErr),
 		"joined with another": errors.Join(errors.New("x"), getErr),
-		"postgres":            errcode.Wrap(errcode.Invalid, "postgres: record proxmox.openctl.io/v1/VirtualMachine/a is corrupt", errors.New("bad json")),
-		"key file":            errcode.Wrap(errcode.Invalid, "seal: key file /x/key is corrupt", errors.New("bad")),
+		"postgres":            state.Corrupt("postgres: record proxmox.openctl.io/v1/VirtualMachine/a is corrupt", errors.New("bad json")),
+		"key file":            keyErr,
 	} {
 		t.Run(name, func(t *testing.T) {
 			assert.Equal(t, exitFailure, exitCode(t.Context(), err), err.Error())

@@ -15,6 +15,7 @@ import (
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/progress"
 	"github.com/openctl/openctl/state"
+	"github.com/openctl/openctl/state/seal"
 )
 
 // The exit codes.
@@ -164,21 +165,8 @@ func exitCode(ctx context.Context, err error) int {
 // Invalid, but it is no fault in the command's input: it is a failure of
 // the store (exit 1, like an unreachable store), the same for every
 // command, and plan --detailed-exitcode cannot mistake it for changes.
-//
-// The stores mark it only in their messages ("state: record file F is
-// corrupt", "postgres: record R is corrupt", "seal: key file F is
-// corrupt"); TestExitCodeCorruptState pins the file store's.
 func stateDamaged(err error) bool {
-	for _, e := range errcode.All[*errcode.Error](err) {
-		if e.Code == errcode.Invalid && strings.Contains(e.Msg, " is corrupt") &&
-			(strings.HasPrefix(e.Msg, "state: ") || strings.HasPrefix(e.Msg, "postgres: ") || strings.HasPrefix(e.Msg, "seal: ")) {
-			return true
-		}
-		if e.Err != nil && stateDamaged(e.Err) {
-			return true
-		}
-	}
-	return false
+	return errors.Is(err, state.ErrCorrupt) || errors.Is(err, seal.ErrCorrupt)
 }
 
 // errorMessage is what run prints for err, "" for nothing.

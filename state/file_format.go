@@ -89,7 +89,7 @@ func encodeRecord(f *fileRecord) ([]byte, error) {
 // is an errcode.Invalid error naming the file.
 func decodeRecord(path string, data []byte) (*fileRecord, error) {
 	corrupt := func(format string, args ...any) error {
-		return errcode.New(errcode.Invalid, fmt.Sprintf("state: record file %s is corrupt: ", path)+fmt.Sprintf(format, args...))
+		return Corrupt(fmt.Sprintf("state: record file %s is corrupt", path), fmt.Errorf(format, args...))
 	}
 	if len(data) == 0 {
 		return nil, corrupt("it is empty (truncated?)")
@@ -106,7 +106,7 @@ func decodeRecord(path string, data []byte) (*fileRecord, error) {
 	dec.KnownFields(true)
 	f := new(fileRecord)
 	if err := dec.Decode(f); err != nil {
-		return nil, errcode.Wrap(errcode.Invalid, fmt.Sprintf("state: record file %s is corrupt", path), err)
+		return nil, Corrupt(fmt.Sprintf("state: record file %s is corrupt", path), err)
 	}
 	switch {
 	case f.Generation < 1:

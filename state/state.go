@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -179,6 +180,31 @@ func (f Filter) Match(r *Record) bool {
 	}
 	return true
 }
+
+// ErrCorrupt is matched (errors.Is) by the errors of a store that holds
+// a record that does not decode: a truncated, damaged or hand-edited
+// record file, an undecodable row. The errors are errcode.Invalid too;
+// a CLI tells them apart from invalid input with ErrCorrupt.
+var ErrCorrupt = errors.New("state: corrupt record")
+
+// Corrupt returns the errcode.Invalid error, matching ErrCorrupt, that a
+// store returns for a record that does not decode: msg, then cause when
+// it is not nil.
+func Corrupt(msg string, cause error) error {
+	return &errcode.Error{Code: errcode.Invalid, Msg: msg, Err: corruption{cause}}
+}
+
+// corruption marks its cause as a corrupt record.
+type corruption struct{ cause error }
+
+func (c corruption) Error() string {
+	if c.cause == nil {
+		return "corrupt"
+	}
+	return c.cause.Error()
+}
+func (c corruption) Is(target error) bool { return target == ErrCorrupt }
+func (c corruption) Unwrap() error        { return c.cause }
 
 // Unlocker is implemented by stores that seal secrets with a key of
 // their own: Unlock makes sure that the store can seal and open secrets

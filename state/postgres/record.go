@@ -53,7 +53,7 @@ func scanRecord(r pgx.Row) (row, error) {
 		rec.Status, err = decodeMap(status, "status")
 	}
 	if err != nil {
-		return row{}, errcode.Wrap(errcode.Invalid, "postgres: record "+rec.ID().String()+" is corrupt", err)
+		return row{}, state.Corrupt("postgres: record "+rec.ID().String()+" is corrupt", err)
 	}
 	out := row{rec: &rec}
 	if ciphertext != nil && mac != nil {

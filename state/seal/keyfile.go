@@ -282,7 +282,7 @@ func LoadKeyFile(path string, log *slog.Logger) (*KeyFile, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, errcode.New(errcode.Invalid, "seal: key file "+path+" is empty")
 		}
-		return nil, errcode.Wrap(errcode.Invalid, "seal: key file "+path+" is corrupt", err)
+		return nil, errcode.Wrap(errcode.Invalid, "seal: key file "+path+" is corrupt", corruptKey{err})
 	}
 	if err := kf.Validate(); err != nil {
 		return nil, fmt.Errorf("seal: key file %s: %w", path, err)
@@ -338,3 +338,14 @@ func (kf *KeyFile) Save(path string) (err error) {
 	}
 	return nil
 }
+
+// ErrCorrupt is matched (errors.Is) by the error for a key file that does
+// not decode; the error is errcode.Invalid too.
+var ErrCorrupt = errors.New("seal: corrupt key file")
+
+// corruptKey marks its cause as a corrupt key file.
+type corruptKey struct{ cause error }
+
+func (c corruptKey) Error() string        { return c.cause.Error() }
+func (c corruptKey) Is(target error) bool { return target == ErrCorrupt }
+func (c corruptKey) Unwrap() error        { return c.cause }
