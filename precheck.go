@@ -79,6 +79,22 @@ func (e *Engine) identify(ctx context.Context) (context.Context, error) {
 	return registry.WithOwner(ctx, id), nil
 }
 
+// maySeal reports whether recording n may need to seal a secret: its
+// kind has a secret status field (the provider may report one), or its
+// spec sets one of the kind's secret spec fields.
+func maySeal(n *node) bool {
+	for _, f := range n.kind.SecretFields {
+		path, inSpec := strings.CutPrefix(f, "spec.")
+		if !inSpec {
+			return true
+		}
+		if v, found, _ := manifest.Field(n.res.Spec, path); found && v != nil && v != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // checkSealing makes sure the store can seal and open secrets when a resource
 // of s may have some (its kind declares secret fields).
 func (e *Engine) checkSealing(ctx context.Context, s *set) error {
@@ -88,7 +104,7 @@ func (e *Engine) checkSealing(ctx context.Context, s *set) error {
 	}
 	need := false
 	for _, n := range s.nodes {
-		need = need || len(n.kind.SecretFields) > 0
+		need = need || maySeal(n)
 	}
 	if !need {
 		return nil

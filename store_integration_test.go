@@ -10,6 +10,9 @@ import (
 
 	"github.com/openctl/openctl"
 	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/registry/providertest"
 	"github.com/openctl/openctl/secret"
 	"github.com/openctl/openctl/state"
 )
@@ -93,4 +96,38 @@ func TestFileStorePassphraseIsCheckedBeforeWrites(t *testing.T) {
 			assert.Zero(t, p.Calls().Writes(), "nothing is created before the store can record it")
 		})
 	}
+}
+
+// specSecretProvider serves a kind whose only secret field is in the
+// spec, like a VM's cloud-init password.
+type specSecretProvider struct{ *providertest.Fake }
+
+func (p specSecretProvider) Kinds() []registry.Kind {
+	return []registry.Kind{{Kind: "Box", SecretFields: []string{"spec.password"}}}
+}
+
+// TestPassphraseOnlyWhenASecretIsSet: a resource that sets no secret
+// field needs no passphrase, even when its kind has secret spec fields
+// (a VM without a cloud-init password); one that sets it does, before
+// anything is created.
+func TestPassphraseOnlyWhenASecretIsSet(t *testing.T) {
+	none := func() (secret.Secret, error) {
+		return secret.Secret{}, errcode.New(errcode.Invalid, "seal: no state passphrase: set OPENCTL_STATE_PASSPHRASE")
+	}
+	st, err := state.OpenFile(t.TempDir(), state.FileOptions{Passphrase: none})
+	require.NoError(t, err)
+	p := specSecretProvider{providertest.NewFake("boxes", "Box")}
+	e := newEngine(t, p, openctl.WithStore(st))
+	box := func(name string, spec map[string]any) *manifest.Resource {
+		return &manifest.Resource{APIVersion: "boxes.openctl.io/v1", Kind: "Box", Metadata: manifest.Metadata{Name: name}, Spec: spec}
+	}
+	_, err = e.Apply(t.Context(), box("plain", map[string]any{"size": int64(1)}))
+	require.NoError(t, err)
+
+	_, err = e.Apply(t.Context(), box("locked", map[string]any{"password": "hunter2"}))
+	var se *openctl.StateError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "unlock", se.Op)
+	_, getErr := p.Get(t.Context(), manifest.ID{APIVersion: "boxes.openctl.io/v1", Kind: "Box", Name: "locked"})
+	assert.True(t, errcode.Is(getErr, errcode.NotFound), "nothing was created: %v", getErr)
 }

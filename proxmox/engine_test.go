@@ -13,6 +13,7 @@ import (
 	"github.com/openctl/openctl/proxmox"
 	"github.com/openctl/openctl/proxmox/proxmoxtest"
 	"github.com/openctl/openctl/refs"
+	"github.com/openctl/openctl/state"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -41,6 +42,15 @@ func fleet(n int, nodes ...string) []*manifest.Resource {
 func engine(t testing.TB, p *proxmox.Provider, concurrency int) *openctl.Engine {
 	t.Helper()
 	return engineWithRetry(t, p, concurrency, 8)
+}
+
+// engineWithStore returns an engine for p recording into st.
+func engineWithStore(t testing.TB, p *proxmox.Provider, st state.Store) *openctl.Engine {
+	t.Helper()
+	e, err := openctl.New(openctl.WithProviders(p), openctl.WithStore(st),
+		openctl.WithRetry(backoff.Policy{MaxAttempts: 4, Initial: 10 * time.Millisecond, Max: 200 * time.Millisecond}))
+	require.NoError(t, err)
+	return e
 }
 
 // engineWithRetry returns an engine for p that makes up to attempts

@@ -7,9 +7,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/openctl/openctl"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/proxmox/proxmoxtest"
 	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/state"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -131,4 +133,42 @@ func TestDuplicateNamesAreToldApartByOwner(t *testing.T) {
 	}
 	_, err = e.p.Get(owned(t, "store-c"), vmID("web-01"))
 	assert.True(t, errcode.Is(err, errcode.AlreadyExists) || err == nil, "%v", err)
+}
+
+// TestTwoStoresOneVMPerName: two engines with different state stores
+// (two CI runners configured differently) against one Proxmox: the first
+// creates the VM; the second gets ALREADY_EXISTS naming the other state,
+// creates nothing and cannot delete the first one's VM. The engine hands
+// each store's identity to the provider (registry.Owner).
+func TestTwoStoresOneVMPerName(t *testing.T) {
+	srv := proxmoxtest.NewTestServer(t, proxmoxtest.WithLatencies(fastLatencies))
+	a := engineWithStore(t, newProvider(t, srv, nil), state.NewMemory())
+	b := engineWithStore(t, newProvider(t, srv, nil), state.NewMemory())
+
+	rep, err := a.Apply(ctxT(t), vm("shared-01", nil))
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Count(openctl.OutcomeCreated))
+
+	rep, err = b.Apply(ctxT(t), vm("shared-01", nil))
+	require.Error(t, err)
+	res, _ := rep.Result(vmID("shared-01"))
+	assert.True(t, errcode.Is(res.Err, errcode.AlreadyExists), "%v", res.Err)
+	assert.NotContains(t, res.Err.Error(), "state lock")
+
+	_, err = b.Delete(ctxT(t), vmID("shared-01"))
+	require.Error(t, err)
+	assert.True(t, errcode.Is(err, errcode.AlreadyExists), "%v", err)
+
+	var named []proxmoxtest.VM
+	for _, v := range srv.VMs() {
+		if v.Name == "shared-01" {
+			named = append(named, v)
+		}
+	}
+	require.Len(t, named, 1, "one VM per name")
+	assert.True(t, named[0].Running)
+
+	plan, err := a.Plan(ctxT(t), vm("shared-01", nil))
+	require.NoError(t, err)
+	assert.False(t, plan.HasChanges(), "the owner's plan is a no-op")
 }

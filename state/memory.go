@@ -63,7 +63,6 @@ func NewMemory(opts ...MemoryOption) *Memory {
 var (
 	_ RawStore        = (*Memory)(nil)
 	_ IdentityAdopter = (*Memory)(nil)
-	_ Unlocker        = (*Memory)(nil)
 )
 
 // Get returns a copy of the record for id.
@@ -205,18 +204,6 @@ func (m *Memory) ExportRaw(ctx context.Context) ([]RawRecord, error) {
 		r.Secrets = nil
 	}
 	return out, nil
-}
-
-// Unlock makes sure the store can seal and open secrets (see Unlocker):
-// it unlocks its key, creating it if the store has none.
-func (m *Memory) Unlock(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	m.keyMu.Lock()
-	defer m.keyMu.Unlock()
-	_, err := m.sealingKey()
-	return err
 }
 
 // sealingKey returns the unlocked key, creating it if the store has none.

@@ -206,8 +206,9 @@ func (c corruption) Error() string {
 func (c corruption) Is(target error) bool { return target == ErrCorrupt }
 func (c corruption) Unwrap() error        { return c.cause }
 
-// Unlocker is implemented by stores that seal secrets with a key of
-// their own: Unlock makes sure that the store can seal and open secrets
+// Unlocker is implemented by stores that seal secrets at rest with a key
+// of their own (the file and PostgreSQL stores; the memory store keeps
+// them in memory and needs none): Unlock makes sure that the store can seal and open secrets
 // — it asks for the passphrase and unlocks the data key, creating the key
 // if the store has none — so that a missing or wrong passphrase is known
 // before anything is changed rather than when a record is written. The
