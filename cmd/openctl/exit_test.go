@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -177,4 +178,67 @@ func waitFor(t *testing.T, cond func() bool) {
 	if !poll(cond) {
 		t.Fatal("condition not met after 30s")
 	}
+}
+
+// TestTwoStoresApplyAtOnce: two openctl processes with different state
+// stores (two CI runners configured differently) apply the same manifest
+// against one Proxmox at the same time. Every VM exists exactly once and
+// belongs to one of them; a VM the other created is ALREADY_EXISTS for
+// it, never adopted; each runner's plan afterwards is a no-op for its own
+// VMs and its apply changes nothing of the other's.
+func TestTwoStoresApplyAtOnce(t *testing.T) {
+	srv, dir, manifests, env := threeVMs(t)
+	run := func(home string) *exec.Cmd {
+		cmd := exec.CommandContext(t.Context(), os.Args[0], "apply", "-f", manifests, "--progress", "plain")
+		cmd.Env = append(slices.Clone(env), "OPENCTL_HOME="+filepath.Join(dir, home))
+		return cmd
+	}
+	a, b := run("runner-a"), run("runner-b")
+	var aErr, bErr bytes.Buffer // the failures are listed with the summary on stdout
+	a.Stdout, a.Stderr, b.Stdout, b.Stderr = &aErr, &aErr, &bErr, &bErr
+	require.NoError(t, a.Start())
+	require.NoError(t, b.Start())
+	errA, errB := a.Wait(), b.Wait()
+	out := "runner-a: " + aErr.String() + "\nrunner-b: " + bErr.String()
+
+	names := map[string]int{}
+	owners := map[string]string{}
+	for _, v := range srv.VMs() {
+		if v.Template {
+			continue
+		}
+		names[v.Name]++
+		owners[v.Name] = v.Config["description"]
+	}
+	assert.Equal(t, map[string]int{"vm-0": 1, "vm-1": 1, "vm-2": 1}, names, out)
+	if errA == nil && errB == nil {
+		t.Fatalf("both runners reported success for the same VMs:\n%s", out)
+	}
+	for _, e := range []struct {
+		err    error
+		stderr string
+	}{{errA, aErr.String()}, {errB, bErr.String()}} {
+		if e.err != nil {
+			assert.Contains(t, e.stderr, "ALREADY_EXISTS", out)
+			assert.NotContains(t, e.stderr, "state lock", out)
+		}
+	}
+	// Run again: each runner converges on what is its own and refuses the rest.
+	for _, home := range []string{"runner-a", "runner-b"} {
+		cmd := run(home)
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stderr, &stderr
+		err := cmd.Run()
+		if err != nil {
+			assert.Contains(t, stderr.String(), "ALREADY_EXISTS", "%s: %s", home, stderr.String())
+			assert.Contains(t, stderr.String(), " 0 created", home)
+		}
+	}
+	names = map[string]int{}
+	for _, v := range srv.VMs() {
+		if !v.Template {
+			names[v.Name]++
+		}
+	}
+	assert.Equal(t, map[string]int{"vm-0": 1, "vm-1": 1, "vm-2": 1}, names, "still one VM per name")
 }
