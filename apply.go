@@ -67,6 +67,9 @@ func (e *Engine) Apply(ctx context.Context, resources ...*manifest.Resource) (*R
 	if err := e.checkRefs(ctx, s); err != nil {
 		return nil, err
 	}
+	if err := e.pingProviders(ctx, s); err != nil {
+		return nil, err
+	}
 	return e.run(ctx, s)
 }
 

@@ -190,3 +190,32 @@ func wrapf(err error, format string, args ...any) error {
 func trimPrefix(err error) string {
 	return strings.TrimPrefix(err.Error(), "openctl: ")
 }
+
+// pingProviders asks every provider of s that is a registry.Pinger
+// whether it can reach and use its endpoints for its resources of s,
+// before anything is changed. Every failure is reported, joined.
+func (e *Engine) pingProviders(ctx context.Context, s *set) error {
+	byProvider := map[registry.Provider][]*manifest.Resource{}
+	var order []registry.Provider
+	for _, key := range slices.Sorted(maps.Keys(s.nodes)) {
+		n := s.nodes[key]
+		if _, ok := n.prov.(registry.Pinger); !ok || n.kind.ReadOnly {
+			continue
+		}
+		if _, seen := byProvider[n.prov]; !seen {
+			order = append(order, n.prov)
+		}
+		byProvider[n.prov] = append(byProvider[n.prov], n.res)
+	}
+	var errs []error
+	for _, p := range order {
+		pinger := p.(registry.Pinger)
+		_, err := e.retry(ctx, manifest.ID{}, "", func(ctx context.Context) error {
+			return e.safe("ping", manifest.ID{}, func() error { return pinger.Ping(ctx, byProvider[p]) })
+		})
+		if err != nil {
+			errs = append(errs, wrapf(err, "provider %s cannot be used", p.Name()))
+		}
+	}
+	return errors.Join(errs...)
+}

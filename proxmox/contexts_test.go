@@ -79,7 +79,7 @@ func TestBrokenContextDoesNotBreakTheOthers(t *testing.T) {
 	_, err = p.Apply(ctx, vm("b", map[string]any{"context": "prod"}))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "missing.token")
-	assert.ErrorContains(t, p.Ping(ctx), "missing.token")
+	assert.ErrorContains(t, p.Ping(ctx, nil), "missing.token")
 	vms, err := p.List(ctx, "VirtualMachine")
 	require.NoError(t, err)
 	assert.Len(t, vms, 1)

@@ -372,14 +372,14 @@ func TestDriverConfigFromEnvOpens(t *testing.T) {
 	require.NoError(t, err)
 	p, err := proxmox.Driver{}.Open(t.Context(), cfg, registry.OpenOptions{})
 	require.NoError(t, err)
-	require.NoError(t, p.(*proxmox.Provider).Ping(t.Context()))
+	require.NoError(t, p.(*proxmox.Provider).Ping(t.Context(), nil))
 
 	env[proxmox.EnvTokenSecret] = "00000000-0000-4000-8000-000000000000"
 	cfg, err = proxmox.Driver{}.ConfigFromEnv(base, func(k string) string { return env[k] })
 	require.NoError(t, err)
 	p, err = proxmox.Driver{}.Open(t.Context(), cfg, registry.OpenOptions{})
 	require.NoError(t, err)
-	assert.Error(t, p.(*proxmox.Provider).Ping(t.Context()), "a wrong secret is refused")
+	assert.Error(t, p.(*proxmox.Provider).Ping(t.Context(), nil), "a wrong secret is refused")
 }
 
 func slicesIndex(infos []registry.ContextInfo, name string) int {
@@ -412,9 +412,9 @@ func TestDriverSandbox(t *testing.T) {
 
 	p, err := proxmox.Driver{}.Open(ctx, sb.Config, registry.OpenOptions{})
 	require.NoError(t, err)
-	pinger, ok := p.(interface{ Ping(context.Context) error })
+	pinger, ok := p.(registry.Pinger)
 	require.True(t, ok, "%T has no Ping", p)
-	require.NoError(t, pinger.Ping(ctx), "the token is accepted and the certificate pinned")
+	require.NoError(t, pinger.Ping(ctx, nil), "the token is accepted and the certificate pinned")
 
 	nodes, err := p.(*proxmox.Provider).List(ctx, proxmox.KindNode)
 	require.NoError(t, err)
@@ -424,5 +424,5 @@ func TestDriverSandbox(t *testing.T) {
 	closed = true
 	pingCtx, cancelPing := context.WithTimeout(ctx, 10*time.Second)
 	defer cancelPing()
-	assert.Error(t, pinger.Ping(pingCtx), "the simulator is gone")
+	assert.Error(t, pinger.Ping(pingCtx, nil), "the simulator is gone")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/openctl/openctl/proxmox"
 	"github.com/openctl/openctl/proxmox/proxmoxtest"
 	"github.com/openctl/openctl/refs"
+	"github.com/openctl/openctl/secret"
 	"github.com/openctl/openctl/state"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -217,4 +218,24 @@ func TestRefToAFieldNoVMHas(t *testing.T) {
 	err := e.Validate(t.Context(), web, user("status.adress"))
 	require.ErrorIs(t, err, errcode.Invalid)
 	assert.ErrorContains(t, err, "status.adress")
+}
+
+// TestApplyChecksTheEndpointsFirst: when one of the contexts an Apply
+// uses refuses its token, the Apply fails before anything is cloned —
+// also on the contexts that work — naming the endpoint and the token,
+// instead of creating half of the VMs.
+func TestApplyChecksTheEndpointsFirst(t *testing.T) {
+	env := newEnv(t)
+	p := newProvider(t, env.srv, func(c *proxmox.Config) {
+		bad := c.Contexts["sim"]
+		bad.TokenSecret = secret.New("00000000-0000-0000-0000-000000000000")
+		c.Contexts["bad"] = bad
+		c.DefaultContext = "sim"
+	})
+	before := writes(env.srv)
+	_, err := engine(t, p, 2).Apply(ctxT(t), vm("web-01", nil), vm("web-02", map[string]any{"context": "bad"}))
+	require.Error(t, err)
+	assert.True(t, errcode.Is(err, errcode.Unauthorized), "%v", err)
+	assert.ErrorContains(t, err, `context "bad"`)
+	assert.Equal(t, before, writes(env.srv), "nothing is changed when a context cannot be used")
 }

@@ -186,17 +186,45 @@ func (p *Provider) Kinds() []registry.Kind {
 	}
 }
 
-// Ping checks every context: the endpoint answers, its certificate is
-// trusted and the token is accepted.
-func (p *Provider) Ping(ctx context.Context) error {
+// Ping checks the contexts the resources use (spec.context, or the
+// default context; every context when resources is empty): the endpoint
+// answers, its certificate is trusted and the token is accepted (its
+// privileges are checked by the calls that need them). A resource whose
+// spec does not decode is left to Validate.
+func (p *Provider) Ping(ctx context.Context, resources []*manifest.Resource) error {
+	names := map[string]bool{}
+	if len(resources) == 0 {
+		for _, name := range p.order {
+			names[name] = true
+		}
+		for name := range p.broken {
+			names[name] = true
+		}
+	}
 	var errs []error
-	for _, name := range p.order {
+	for _, r := range resources {
+		if r.Kind != KindVirtualMachine {
+			continue
+		}
+		s, err := DecodeVMSpec(r)
+		if err != nil {
+			continue
+		}
+		name, err := p.cfg.contextName(s.Context)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		names[name] = true
+	}
+	for _, name := range sortedKeys(names) {
+		if err := p.broken[name]; err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		if err := p.conns[name].verify(ctx); err != nil {
 			errs = append(errs, classify(err)) // verify names the context
 		}
-	}
-	for _, name := range sortedKeys(p.broken) {
-		errs = append(errs, p.broken[name])
 	}
 	return errors.Join(errs...)
 }
@@ -427,4 +455,5 @@ var (
 	_ registry.Validator = (*Provider)(nil)
 	_ registry.Differ    = (*Provider)(nil)
 	_ registry.Actioner  = (*Provider)(nil)
+	_ registry.Pinger    = (*Provider)(nil)
 )

@@ -54,7 +54,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	})
 	_, err := bad.Apply(ctx, r)
 	require.Error(t, err)
-	texts = append(texts, err.Error(), fmt.Sprintf("%#v", err), fmt.Sprint(bad.Ping(ctx)))
+	texts = append(texts, err.Error(), fmt.Sprintf("%#v", err), fmt.Sprint(bad.Ping(ctx, nil)))
 	for range 5 { // under faults; its log lines count too
 		if p.Delete(ctx, r.ID()) == nil {
 			break

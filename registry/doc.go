@@ -63,6 +63,8 @@
 //     become usable; the engine polls it with backoff.
 //   - [Actioner]: offer named operations (start, stop, logs) that a CLI
 //     turns into subcommands; see [FindAction] and [ActionSpec.CheckArgs].
+//   - [Pinger]: check, before an Apply changes anything, that the
+//     provider's endpoints answer and accept its credentials.
 //   - io.Closer: release connections; [Registry.Close] calls it.
 //
 // A good provider implements Lister and Validator: listing makes it

@@ -147,6 +147,19 @@ type Planner interface {
 	Plan(ctx context.Context, r *manifest.Resource) ([]*manifest.Resource, error)
 }
 
+// Pinger is implemented by providers that can check, before the engine
+// changes anything, that they can do their part of an Apply: their
+// endpoints answer and accept their credentials. The engine calls Ping
+// once per Apply with the resources of the call the provider serves (a
+// nil or empty list means every endpoint it has), after the offline
+// checks and before the first change, so that an unreachable or
+// misconfigured provider fails the whole Apply instead of half of it.
+// Errors carry their code (Unauthorized, Transient, Invalid); the engine
+// retries Transient ones like any read.
+type Pinger interface {
+	Ping(ctx context.Context, resources []*manifest.Resource) error
+}
+
 // Validator is implemented by providers that check a manifest beyond
 // decoding: required fields, ranges, combinations. Validate runs before
 // anything is applied, on the spec as written ($ref markers not yet
