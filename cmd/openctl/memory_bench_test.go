@@ -2,14 +2,14 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/openctl/openctl/internal/benchdata"
 )
 
 // BenchmarkValidateMemory runs "openctl validate -f FILE" as a process on
@@ -28,9 +28,9 @@ func BenchmarkValidateMemory(b *testing.B) {
 		name string
 		data []byte
 	}{
-		{"tags-2MB", benchTags(999_000)},
-		{"resources-5000", benchResources(5000)},
-		{"dense-1MB", benchDense(50, 10_000)},
+		{"tags-2MB", benchdata.Tags(999_000)},
+		{"resources-5000", benchdata.Resources(5000)},
+		{"dense-1MB", benchdata.Dense(50, 10_000)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			file := filepath.Join(dir, tc.name+".yaml")
@@ -66,64 +66,4 @@ func BenchmarkValidateMemory(b *testing.B) {
 			b.ReportMetric(float64(code), "exit-code")
 		})
 	}
-}
-
-// benchTags is one VirtualMachine whose spec.tags is a flow list of n
-// one-letter tags.
-func benchTags(n int) []byte {
-	var b strings.Builder
-	b.WriteString("apiVersion: proxmox.openctl.io/v1\nkind: VirtualMachine\nmetadata: {name: web-01}\nspec:\n  node: pve1\n  template: {name: ubuntu-24.04-cloud}\n  tags: [")
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte('t')
-	}
-	b.WriteString("]\n")
-	return []byte(b.String())
-}
-
-// benchResources is a stream of n VirtualMachine documents.
-func benchResources(n int) []byte {
-	var b strings.Builder
-	for i := range n {
-		fmt.Fprintf(&b, `---
-apiVersion: proxmox.openctl.io/v1
-kind: VirtualMachine
-metadata:
-  name: vm-%05d
-  labels: {app: web, tier: frontend}
-spec:
-  node: pve%d
-  template: {name: ubuntu-24.04-cloud}
-  cores: 2
-  memory: 4096
-  cloudInit:
-    user: ubuntu
-    sshKeys: ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGx bench@example"]
-    ipConfig: {net0: {ip: dhcp}}
-  tags: [web, bench]
-`, i, i%3+1)
-	}
-	return []byte(b.String())
-}
-
-// benchDense is one VirtualMachine just under the 1 MiB document limit and
-// within every other limit, as dense as YAML gets: lists lists of n
-// one-letter items in flow style. It is the worst case the decoder
-// accepts.
-func benchDense(lists, n int) []byte {
-	var b strings.Builder
-	b.WriteString("apiVersion: proxmox.openctl.io/v1\nkind: VirtualMachine\nmetadata: {name: web-01}\nspec:\n")
-	for l := range lists {
-		fmt.Fprintf(&b, "  l%d: [", l)
-		for i := range n {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('t')
-		}
-		b.WriteString("]\n")
-	}
-	return []byte(b.String())
 }
