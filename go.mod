@@ -25,6 +25,7 @@ require (
 	github.com/jinzhu/copier v0.3.4 // indirect
 	github.com/kr/text v0.2.0 // indirect
 	github.com/magefile/mage v1.14.0 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sync v0.22.0 // indirect

@@ -18,7 +18,8 @@
 //	NAME     ZONE     PORT   STATE     ADDRESS    REPLICAS   IMAGE        AGE
 //	web-01   zone-a   8080   running   10.0.0.5   2          nginx:1.27   3h4m
 //
-// ExamplePrint and ExamplePrintPlan show the table and plan formats.
+// ExamplePrint, ExamplePrintPlan, ExampleWritePlanJSON and
+// ExampleWritePlanMarkdown show the formats.
 //
 // # Tables
 //
@@ -41,13 +42,52 @@
 // decoder does not read a kubectl-style List object). The [Name] format
 // prints [NameOf] each resource: "service/web-01".
 //
+// # Plans: text, JSON and Markdown
+//
+// A plan prints in three formats ([PlanFormat], "plan -o" and "show -o";
+// [RenderPlan] picks the writer): [WritePlan]'s Terraform-like text, the
+// default; [WritePlanJSON]'s machine-readable report; and
+// [WritePlanMarkdown]'s pull-request comment (a summary line, a table of
+// the changes, a collapsed field diff per resource, the waves).
+//
+// The JSON report is a versioned document, apiVersion "openctl.io/v1",
+// kind "PlanReport" ([PlanReport] decodes it), described by the JSON
+// Schema (draft 2020-12) in output/schema/plan-report-v1.json
+// ([PlanReportSchema], $id [PlanReportSchemaID]):
+//
+//	{
+//	  "apiVersion": "openctl.io/v1",
+//	  "kind": "PlanReport",
+//	  "hasChanges": true,
+//	  "summary": {"create": 1, "update": 1, "replace": 0, "delete": 0, "noop": 3},
+//	  "waves": [[{"apiVersion": "...", "kind": "...", "name": "..."}, ...], ...],
+//	  "resources": [{
+//	    "id": {"apiVersion": "proxmox.openctl.io/v1", "kind": "VirtualMachine", "name": "web-01"},
+//	    "action": "update",              // create, update, replace, delete, no-op
+//	    "reasons": ["..."],
+//	    "wave": 2,                       // 1-based index into waves
+//	    "owner": {...},                  // the composite that planned it, if any
+//	    "dependsOn": [{...}],            // its $ref targets
+//	    "source": {"file": "vms.yaml", "line": 12},
+//	    "fields": [{"path": "spec.cpu.cores", "op": "change", "old": 2, "new": 4}]
+//	  }]
+//	}
+//
+// A field's op is "add" (no "old"), "remove" (no "new") or "change"
+// (both). Keys are written in this order, two-space indented, so one plan
+// always gives the same bytes. Within openctl.io/v1 fields are only added
+// (consumers ignore the ones they do not know); anything else gets a new
+// apiVersion. The schema is checked against real engine output in the
+// package's tests.
+//
 // # Secrets
 //
 // Nothing secret is printed: every path a kind lists in SecretFields and
 // every [secret.Secret] value reads "[redacted]" (see [Redact]). Spec
 // fields are not redacted by name in Print, so that output fed back to
 // apply sets what was applied; plans, which are never applied, also redact
-// fields named like secrets ("password", "token", ...). The engine's read
+// fields and map keys named like secrets ("password", "token", ...), in
+// every plan format. The engine's read
 // API (openctl.Engine.Inventory) gives recorded resources with their
 // sealed secret spec fields reading "[redacted]", which apply takes as
 // "keep the sealed value".

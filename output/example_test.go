@@ -85,3 +85,112 @@ func ExamplePrintPlan() {
 	//
 	// Plan: 1 to create, 1 to update, 0 to replace, 0 to delete, 1 unchanged.
 }
+
+func ExampleWritePlanJSON() {
+	id := func(name string) manifest.ID {
+		return manifest.ID{APIVersion: "demo.openctl.io/v1", Kind: "Service", Name: name}
+	}
+	p := &openctl.Plan{
+		Changes: []openctl.Change{
+			{ID: id("web-01"), Action: openctl.ActionUpdate, Reasons: []string{"image change takes effect after a restart"},
+				Fields: []manifest.FieldChange{
+					{Path: "spec.replicas", Old: int64(2), New: int64(4)},
+					{Path: "spec.admin.password", Old: "old", New: "new"},
+				}},
+		},
+		Waves: [][]manifest.ID{{id("web-01")}},
+	}
+	_ = output.WritePlanJSON(os.Stdout, p)
+	// Output:
+	// {
+	//   "apiVersion": "openctl.io/v1",
+	//   "kind": "PlanReport",
+	//   "hasChanges": true,
+	//   "summary": {
+	//     "create": 0,
+	//     "update": 1,
+	//     "replace": 0,
+	//     "delete": 0,
+	//     "noop": 0
+	//   },
+	//   "waves": [
+	//     [
+	//       {
+	//         "apiVersion": "demo.openctl.io/v1",
+	//         "kind": "Service",
+	//         "name": "web-01"
+	//       }
+	//     ]
+	//   ],
+	//   "resources": [
+	//     {
+	//       "id": {
+	//         "apiVersion": "demo.openctl.io/v1",
+	//         "kind": "Service",
+	//         "name": "web-01"
+	//       },
+	//       "action": "update",
+	//       "reasons": [
+	//         "image change takes effect after a restart"
+	//       ],
+	//       "wave": 1,
+	//       "dependsOn": [],
+	//       "fields": [
+	//         {
+	//           "path": "spec.replicas",
+	//           "op": "change",
+	//           "old": 2,
+	//           "new": 4
+	//         },
+	//         {
+	//           "path": "spec.admin.password",
+	//           "op": "change",
+	//           "old": "[redacted]",
+	//           "new": "[redacted]"
+	//         }
+	//       ]
+	//     }
+	//   ]
+	// }
+}
+
+func ExampleWritePlanMarkdown() {
+	id := func(name string) manifest.ID {
+		return manifest.ID{APIVersion: "demo.openctl.io/v1", Kind: "Service", Name: name}
+	}
+	p := &openctl.Plan{
+		Changes: []openctl.Change{
+			{ID: id("web-01"), Action: openctl.ActionCreate, Reasons: []string{"does not exist"}},
+			{ID: id("web-02"), Action: openctl.ActionUpdate, Fields: []manifest.FieldChange{
+				{Path: "spec.replicas", Old: int64(2), New: int64(4)},
+			}},
+			{ID: id("db"), Action: openctl.ActionNoOp},
+		},
+		Waves: [][]manifest.ID{{id("db")}, {id("web-01"), id("web-02")}},
+	}
+	_ = output.WritePlanMarkdown(os.Stdout, p, output.PlanOptions{})
+	// Output:
+	// ### openctl plan
+	//
+	// **Plan: 1 to create, 1 to update, 0 to replace, 0 to delete, 1 unchanged.**
+	//
+	// | Action | Resource | Wave | Reasons |
+	// |---|---|---|---|
+	// | ➕ create | `service/web-01` | 2 | does not exist |
+	// | 🔄 update | `service/web-02` | 2 |  |
+	//
+	// <details>
+	// <summary><code>service/web-02</code> 🔄 update: 1 changed field</summary>
+	//
+	// ```diff
+	// - spec.replicas: 2
+	// + spec.replicas: 4
+	// ```
+	//
+	// </details>
+	//
+	// #### Waves
+	//
+	// 1. `service/db`
+	// 2. `service/web-01`, `service/web-02`
+}
