@@ -160,6 +160,7 @@ func (a *app) planCmd() *cobra.Command {
 		rf       runFlags
 		dot      bool
 		detailed bool
+		format   string
 	)
 	cmd := &cobra.Command{
 		Use:   "plan -f FILE",
@@ -170,13 +171,27 @@ would run them. Plan reads live resources and the state; it changes nothing
 and takes no lock.
 
 With --detailed-exitcode the exit code says whether there are changes, for CI:
-0 no changes, 2 changes pending, 1 error.`,
+0 no changes, 2 changes pending, 1 error.
+
+-o json prints the plan as a versioned JSON document (apiVersion openctl.io/v1,
+kind PlanReport; its JSON Schema is output/schema/plan-report-v1.json) and
+-o markdown as a pull-request comment; the summary line then goes to stderr.`,
 		Example: `  openctl plan -f vms.yaml
   openctl plan -f vms.yaml --detailed-exitcode || [ $? -eq 2 ]
-  openctl plan -f cluster/ -R --dot | dot -Tsvg > plan.svg`,
+  openctl plan -f cluster/ -R --dot | dot -Tsvg > plan.svg
+  openctl plan -f vms.yaml -o json | jq '.resources[] | select(.action != "no-op") | .id.name'
+  openctl plan -f infra/ -R -o markdown > plan.md`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			err := a.plan(cmd.Context(), m, rf, dot, detailed)
+			f, err := output.ParsePlanFormat(format)
+			switch {
+			case err != nil:
+				err = &usageError{err: fmt.Errorf("-o: %w", err)}
+			case dot && f != output.PlanText:
+				err = usagef("give either --dot or -o %s, not both", f)
+			default:
+				err = a.plan(cmd.Context(), m, rf, dot, detailed, f)
+			}
 			var ee *exitError
 			if detailed && err != nil && !errors.As(err, &ee) {
 				return &exitError{code: exitFailure, err: err}
@@ -188,10 +203,11 @@ With --detailed-exitcode the exit code says whether there are changes, for CI:
 	rf.register(cmd, false)
 	cmd.Flags().BoolVar(&dot, "dot", false, "print the dependency graph in Graphviz DOT format instead")
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when there are no changes, 2 when there are, 1 on error")
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text, json (the PlanReport schema) or markdown (a pull-request comment)")
 	return cmd
 }
 
-func (a *app) plan(ctx context.Context, m manifestFlags, rf runFlags, dot, detailed bool) error {
+func (a *app) plan(ctx context.Context, m manifestFlags, rf runFlags, dot, detailed bool, f output.PlanFormat) error {
 	rs, err := m.load(ctx, a)
 	if err != nil {
 		return err
@@ -208,7 +224,10 @@ func (a *app) plan(ctx context.Context, m manifestFlags, rf runFlags, dot, detai
 	if dot {
 		_, err = fmt.Fprint(a.stdout, p.DOT())
 	} else {
-		err = output.WritePlan(a.stdout, p, output.PlanOptions{Color: colorOK(a.stdout), Names: a.typedNames()})
+		err = output.RenderPlan(a.stdout, f, p, output.PlanOptions{Color: colorOK(a.stdout), Names: a.typedNames()})
+		if err == nil && f != output.PlanText {
+			a.note("%s", output.PlanSummaryLine(p)) // stdout holds only the document
+		}
 	}
 	if err != nil {
 		return err
