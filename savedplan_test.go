@@ -36,7 +36,7 @@ type savedPlanFixture struct {
 	file []byte
 }
 
-func newSavedPlanFixture(t *testing.T) *savedPlanFixture {
+func newSavedPlanFixture(t testing.TB) *savedPlanFixture {
 	t.Helper()
 	p := newTestProvider()
 	e := newEngine(t, p, openctl.WithStore(sealingStore()))
