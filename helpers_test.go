@@ -82,7 +82,7 @@ func thingID(name string) manifest.ID {
 
 func ref(name, field string) map[string]any { return refs.Marker(thingID(name), field) }
 
-func newEngine(t *testing.T, p registry.Provider, opts ...openctl.Option) *openctl.Engine {
+func newEngine(t testing.TB, p registry.Provider, opts ...openctl.Option) *openctl.Engine {
 	t.Helper()
 	opts = append([]openctl.Option{openctl.WithProviders(p), openctl.WithRetry(backoff.Policy{Initial: 1e6, Max: 5e6})}, opts...)
 	e, err := openctl.New(opts...)

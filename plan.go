@@ -55,8 +55,46 @@ type Change struct {
 type Plan struct {
 	Changes []Change
 	Waves   [][]manifest.ID
-	g       *graph.Graph[string]
-	byKey   map[string]*Change
+	// Contexts names, by provider, the provider context the plan was
+	// made against, when the caller knows it (the CLI sets it from its
+	// configuration). SavePlan records it; ApplyPlanOptions.Contexts
+	// checks it.
+	Contexts map[string]string
+	g        *graph.Graph[string]
+	byKey    map[string]*Change
+	// made is what Engine.Plan saw, for SavePlan; nil for a plan that
+	// Engine.Plan did not make (a Drift, a loaded SavedPlan's).
+	made *planInputs
+}
+
+// planInputs is what a plan was computed from: its resources and what it
+// read of each.
+type planInputs struct {
+	storeID string // the state store's identity; "" when it has none
+	nodes   map[string]*node
+	seen    map[string]observed // by graph key
+}
+
+// observed is what a plan read of one resource: its state record's
+// version, and whether it existed live.
+type observed struct {
+	recorded   bool
+	generation int64
+	lineage    string
+	live       bool
+}
+
+// describe renders o for messages.
+func (o observed) describe() (rec, live string) {
+	rec = "no state record"
+	if o.recorded {
+		rec = fmt.Sprintf("state record generation %d, lineage %s", o.generation, o.lineage)
+	}
+	live = "absent live"
+	if o.live {
+		live = "present live"
+	}
+	return rec, live
 }
 
 // HasChanges reports whether applying would change anything.
@@ -115,18 +153,26 @@ func (e *Engine) Plan(ctx context.Context, resources ...*manifest.Resource) (*Pl
 	if err := e.checkRefs(ctx, s); err != nil {
 		return nil, err
 	}
+	return e.planSet(ctx, s)
+}
+
+// planSet plans every node of s, in execution order, recording what it
+// read of each (planInputs).
+func (e *Engine) planSet(ctx context.Context, s *set) (*Plan, error) {
 	order, err := s.g.Sort()
 	if err != nil {
 		return nil, err
 	}
 	plan := &Plan{g: s.g, byKey: map[string]*Change{}}
+	plan.made = &planInputs{storeID: registry.Owner(ctx), nodes: s.nodes, seen: make(map[string]observed, len(order))}
 	plan.Changes = make([]Change, 0, len(order))
 	for _, k := range order {
 		n := s.nodes[k]
-		c, err := e.planOne(ctx, n, plan)
+		c, seen, err := e.planOne(ctx, n, plan)
 		if err != nil {
 			return nil, wrapf(err, "plan %s%s", n.id.Short(), at(n.res))
 		}
+		plan.made.seen[k] = seen
 		if c.Action == ActionNoOp {
 			c.Fields = nil
 		}
@@ -148,24 +194,48 @@ func (e *Engine) Plan(ctx context.Context, resources ...*manifest.Resource) (*Pl
 	return plan, nil
 }
 
-func (e *Engine) planOne(ctx context.Context, n *node, plan *Plan) (Change, error) {
+// observe reads n's state record and live resource (nil when there is
+// none) and what a plan records of them.
+func (e *Engine) observe(ctx context.Context, n *node) (*state.Record, *manifest.Resource, observed, error) {
+	var o observed
+	rec, err := e.store.Get(ctx, n.id)
+	if err != nil && !errcode.Is(err, errcode.NotFound) {
+		return nil, nil, o, err
+	}
+	if err != nil {
+		rec = nil
+	} else {
+		o.recorded, o.generation, o.lineage = true, rec.Generation, rec.Lineage
+	}
+	live, err := e.get(ctx, n, "")
+	if err != nil && !errcode.Is(err, errcode.NotFound) {
+		return nil, nil, o, err
+	}
+	if err != nil {
+		live = nil
+	}
+	o.live = live != nil
+	return rec, live, o, nil
+}
+
+func (e *Engine) planOne(ctx context.Context, n *node, plan *Plan) (Change, observed, error) {
 	c := Change{ID: n.id, DependsOn: n.deps, Owner: n.owner, Source: n.res.Source}
+	rec, live, seen, err := e.observe(ctx, n)
+	if err != nil {
+		return c, seen, err
+	}
+	c, err = e.planChange(ctx, n, plan, c, rec, live)
+	return c, seen, err
+}
+
+// planChange plans n given its record and live resource (nil: none).
+func (e *Engine) planChange(ctx context.Context, n *node, plan *Plan, c Change, rec *state.Record, live *manifest.Resource) (Change, error) {
 	if n.del {
 		c.Action = ActionDelete
 		c.Reasons = append(c.Reasons, "no longer planned by "+n.owner.Short())
 		return c, nil
 	}
-	rec, err := e.store.Get(ctx, n.id)
-	if err != nil && !errcode.Is(err, errcode.NotFound) {
-		return c, err
-	}
-	if err != nil {
-		rec = nil
-	}
-	live, err := e.get(ctx, n, "")
-	if err != nil && !errcode.Is(err, errcode.NotFound) {
-		return c, err
-	}
+	var err error
 	if live == nil {
 		c.Action = ActionCreate
 		if rec != nil {

@@ -81,11 +81,12 @@ func (r *runFlags) register(cmd *cobra.Command, lock bool) {
 
 func (a *app) applyCmd() *cobra.Command {
 	var (
-		m  manifestFlags
-		rf runFlags
+		m      manifestFlags
+		rf     runFlags
+		maxAge time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "apply -f FILE",
+		Use:   "apply (-f FILE | PLANFILE)",
 		Short: "Create or update resources to match manifests",
 		Long: `Create or update the resources of the manifests so that they match, in
 dependency order ($ref), independent ones in parallel, and record them in the
@@ -93,13 +94,33 @@ state. Resources whose spec did not change since the last apply, and which
 still exist, are left alone. A live view shows each resource's progress (on a
 terminal; plain lines otherwise), then a summary.
 
+Given a saved plan (openctl plan --out PLANFILE) instead of manifests, apply
+does exactly what the plan says and reads no manifest. Before changing
+anything it refuses a plan that was edited, made against another state store
+or provider context, older than --max-age, or whose world moved since: a
+state record changed (another apply ran), a resource appeared or vanished, or
+planning again now would do something else.
+
 The number of resources worked on at once is apply.concurrency in the
 configuration or $OPENCTL_APPLY_CONCURRENCY (default 4).`,
 		Example: `  openctl apply --sandbox -f examples/vms.yaml
   openctl apply -f vms.yaml -f k3s/ -R
-  openctl get vms -o yaml | openctl apply -f -`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+  openctl get vms -o yaml | openctl apply -f -
+  openctl plan -f vms.yaml --out plan.openctl && openctl apply plan.openctl`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if len(m.files) > 0 {
+					return usagef("give either -f FILE or a saved plan, not both: a saved plan is applied exactly, without manifests")
+				}
+				if rf.sandbox {
+					return usagef("--sandbox cannot apply a saved plan: the sandbox's state is new for every command")
+				}
+				return a.applyPlanFile(cmd.Context(), args[0], rf, maxAge)
+			}
+			if cmd.Flags().Changed("max-age") {
+				return usagef("--max-age applies to a saved plan: give PLANFILE")
+			}
 			rs, err := m.load(cmd.Context(), a)
 			if err != nil {
 				return err
@@ -108,18 +129,19 @@ configuration or $OPENCTL_APPLY_CONCURRENCY (default 4).`,
 			for i, r := range rs {
 				ids[i] = r.ID()
 			}
-			return a.runOp(cmd.Context(), rf, "apply", ids, func(ctx context.Context, e *openctl.Engine) (*openctl.Report, error) {
-				return e.Apply(ctx, rs...)
+			return a.runOp(cmd.Context(), rf, "apply", ids, func(ctx context.Context, s *session) (*openctl.Report, error) {
+				return s.engine.Apply(ctx, rs...)
 			})
 		},
 	}
 	m.register(cmd, "to apply")
 	rf.register(cmd, true)
+	cmd.Flags().DurationVar(&maxAge, "max-age", openctl.DefaultPlanMaxAge, "refuse a saved plan older than this (0: no limit)")
 	return cmd
 }
 
 // runOp runs an apply or delete of ids with live progress and a summary.
-func (a *app) runOp(ctx context.Context, rf runFlags, name string, ids []manifest.ID, op func(context.Context, *openctl.Engine) (*openctl.Report, error)) error {
+func (a *app) runOp(ctx context.Context, rf runFlags, name string, ids []manifest.ID, op func(context.Context, *session) (*openctl.Report, error)) error {
 	pr := progress.New(a.stdout, progress.Mode(a.progress), progress.WithNames(a.typedNames()))
 	defer pr.Close()
 	// Log lines and the Ctrl-C notice go above the live view, not across it.
@@ -130,7 +152,7 @@ func (a *app) runOp(ctx context.Context, rf runFlags, name string, ids []manifes
 	}
 	defer s.close()
 	pr.Start(name, ids)
-	report, err := op(ctx, s.engine)
+	report, err := op(ctx, s)
 	if report == nil {
 		// Nothing ran (invalid input, a state lock held, cancelled while
 		// waiting): the error alone says it, on stderr.
@@ -161,23 +183,36 @@ func (a *app) planCmd() *cobra.Command {
 		dot      bool
 		detailed bool
 		format   string
+		out      string
+		refresh  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "plan -f FILE",
+		Use:   "plan -f FILE [--out PLANFILE]",
 		Short: "Show what apply would do, changing nothing",
 		Long: `Show what applying the manifests would do — create, update, replace or
 nothing — per resource with the changed fields, and the waves in which apply
 would run them. Plan reads live resources and the state; it changes nothing
 and takes no lock.
 
-With --detailed-exitcode the exit code says whether there are changes, for CI:
-0 no changes, 2 changes pending, 1 error.
+With --out the plan is also saved (mode 0600) for "openctl apply PLANFILE",
+which applies exactly that plan or refuses before changing anything; secrets
+in it are sealed with the state's key, and a digest keyed by it detects any
+edit, so saving needs the state passphrase. "openctl show PLANFILE" prints it.
+
+With --refresh-only, plan compares the live resources with the state instead
+of the manifests: it reports resources changed or deleted outside openctl
+(drift) — those of the manifests given with -f, or every recorded resource.
+
+With --detailed-exitcode the exit code says whether there are changes (with
+--refresh-only: drift), for CI: 0 none, 2 changes pending, 1 error.
 
 -o json prints the plan as a versioned JSON document (apiVersion openctl.io/v1,
 kind PlanReport; its JSON Schema is output/schema/plan-report-v1.json) and
 -o markdown as a pull-request comment; the summary line then goes to stderr.`,
 		Example: `  openctl plan -f vms.yaml
   openctl plan -f vms.yaml --detailed-exitcode || [ $? -eq 2 ]
+  openctl plan -f vms.yaml --out plan.openctl
+  openctl plan --refresh-only --detailed-exitcode
   openctl plan -f cluster/ -R --dot | dot -Tsvg > plan.svg
   openctl plan -f vms.yaml -o json | jq '.resources[] | select(.action != "no-op") | .id.name'
   openctl plan -f infra/ -R -o markdown > plan.md`,
@@ -189,8 +224,16 @@ kind PlanReport; its JSON Schema is output/schema/plan-report-v1.json) and
 				err = &usageError{err: fmt.Errorf("-o: %w", err)}
 			case dot && f != output.PlanText:
 				err = usagef("give either --dot or -o %s, not both", f)
+			case out != "" && (dot || refresh):
+				err = usagef("--out saves a plan of manifests: not with --dot or --refresh-only")
+			case out != "" && rf.sandbox:
+				err = usagef("--out cannot be used with --sandbox: the sandbox's state is gone after the command, so the plan could never be applied")
+			case refresh && dot:
+				err = usagef("--refresh-only and --dot cannot be combined")
+			case refresh:
+				err = a.drift(cmd.Context(), m, rf, detailed, f)
 			default:
-				err = a.plan(cmd.Context(), m, rf, dot, detailed, f)
+				err = a.plan(cmd.Context(), m, rf, dot, detailed, f, out)
 			}
 			var ee *exitError
 			if detailed && err != nil && !errors.As(err, &ee) {
@@ -204,10 +247,12 @@ kind PlanReport; its JSON Schema is output/schema/plan-report-v1.json) and
 	cmd.Flags().BoolVar(&dot, "dot", false, "print the dependency graph in Graphviz DOT format instead")
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when there are no changes, 2 when there are, 1 on error")
 	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text, json (the PlanReport schema) or markdown (a pull-request comment)")
+	cmd.Flags().StringVar(&out, "out", "", "also save the plan to this file (0600) for openctl apply PLANFILE")
+	cmd.Flags().BoolVar(&refresh, "refresh-only", false, "report drift: resources changed or deleted outside openctl since they were applied")
 	return cmd
 }
 
-func (a *app) plan(ctx context.Context, m manifestFlags, rf runFlags, dot, detailed bool, f output.PlanFormat) error {
+func (a *app) plan(ctx context.Context, m manifestFlags, rf runFlags, dot, detailed bool, f output.PlanFormat, out string) error {
 	rs, err := m.load(ctx, a)
 	if err != nil {
 		return err
@@ -217,9 +262,22 @@ func (a *app) plan(ctx context.Context, m manifestFlags, rf runFlags, dot, detai
 		return err
 	}
 	defer s.close()
+	if out != "" {
+		if err := checkPlanOut(ctx, s.engine, out); err != nil {
+			return err
+		}
+	}
 	p, err := s.engine.Plan(ctx, rs...)
 	if err != nil {
 		return err
+	}
+	if out != "" {
+		if p.Contexts, err = a.currentContexts(s); err != nil {
+			return err
+		}
+		if err := savePlanFile(ctx, s.engine, p, out); err != nil {
+			return err
+		}
 	}
 	if dot {
 		_, err = fmt.Fprint(a.stdout, p.DOT())
@@ -231,6 +289,9 @@ func (a *app) plan(ctx context.Context, m manifestFlags, rf runFlags, dot, detai
 	}
 	if err != nil {
 		return err
+	}
+	if out != "" {
+		a.note("openctl: saved the plan to %s; apply exactly this plan with: %s apply %s", out, a.name(), out)
 	}
 	if detailed && p.HasChanges() {
 		return &exitError{code: 2}
@@ -309,8 +370,8 @@ refused, naming the owner. A resource that is already gone is not an error.`,
 			default:
 				return usagef("what to delete: give -f FILE or KIND NAME...")
 			}
-			return a.runOp(cmd.Context(), rf, "delete", ids, func(ctx context.Context, e *openctl.Engine) (*openctl.Report, error) {
-				return e.Delete(ctx, ids...)
+			return a.runOp(cmd.Context(), rf, "delete", ids, func(ctx context.Context, s *session) (*openctl.Report, error) {
+				return s.engine.Delete(ctx, ids...)
 			})
 		},
 	}

@@ -216,7 +216,7 @@ only environment variables:
 		&cobra.Group{ID: "resources", Title: "Resources:"},
 		&cobra.Group{ID: "state", Title: "State and configuration:"},
 	)
-	for _, c := range []*cobra.Command{a.applyCmd(), a.planCmd(), a.getCmd(), a.describeCmd(), a.deleteCmd(), a.validateCmd()} {
+	for _, c := range []*cobra.Command{a.applyCmd(), a.planCmd(), a.getCmd(), a.describeCmd(), a.deleteCmd(), a.validateCmd(), a.showCmd()} {
 		c.GroupID = "resources"
 		root.AddCommand(c)
 	}

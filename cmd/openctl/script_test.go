@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,6 +93,7 @@ func scriptParams(t *testing.T, dir string) testscript.Params {
 			"sandbox-start": cmdSandboxStart,
 			"sandbox-wait":  cmdSandboxWait,
 			"sandbox-vms":   cmdSandboxVMs,
+			"sandbox-setvm": cmdSandboxSetVM,
 			"exits":         cmdExits,
 		},
 		RequireExplicitExec: false,
@@ -231,6 +233,83 @@ func simulatorVMs(srv *proxmoxtest.Server) ([]string, error) {
 		}
 	}
 	return names, nil
+}
+
+// cmdSandboxSetVM changes a VM's configuration behind openctl's back,
+// through the simulator's API (PUT /nodes/{node}/qemu/{vmid}/config), as
+// someone using the Proxmox web UI would: drift.
+//
+//	sandbox-setvm web-01 memory=4096
+func cmdSandboxSetVM(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: sandbox-setvm NAME KEY=VALUE...")
+	}
+	srv := server(ts)
+	vms, err := simulatorVMList(srv)
+	ts.Check(err)
+	form := url.Values{}
+	for _, kv := range args[1:] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			ts.Fatalf("want KEY=VALUE, got %q", kv)
+		}
+		form.Set(k, v)
+	}
+	for _, vm := range vms {
+		if vm.Name != args[0] {
+			continue
+		}
+		req, err := http.NewRequest(http.MethodPut, fmt.Sprintf("%s/nodes/%s/qemu/%d/config", srv.URL(), vm.Node, vm.VMID), strings.NewReader(form.Encode()))
+		ts.Check(err)
+		id, secret := srv.Token()
+		req.Header.Set("Authorization", "PVEAPIToken="+id+"="+secret)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := srv.Client().Do(req)
+		ts.Check(err)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			ts.Fatalf("PUT config of %s: %s", args[0], resp.Status)
+		}
+		return
+	}
+	ts.Fatalf("no VM %s in the simulator", args[0])
+}
+
+// simVM is a VM of the simulator's resource list.
+type simVM struct {
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Node     string `json:"node"`
+	VMID     int    `json:"vmid"`
+	Template int    `json:"template"`
+}
+
+// simulatorVMList lists the simulator's VMs (not templates) through its API.
+func simulatorVMList(srv *proxmoxtest.Server) ([]simVM, error) {
+	req, err := http.NewRequest(http.MethodGet, srv.URL()+"/cluster/resources?type=vm", nil)
+	if err != nil {
+		return nil, err
+	}
+	id, secret := srv.Token()
+	req.Header.Set("Authorization", "PVEAPIToken="+id+"="+secret)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data []simVM `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, err
+	}
+	var out []simVM
+	for _, r := range body.Data {
+		if r.Type == "qemu" && r.Template == 0 {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 // cmdExits runs a command and checks its exit code; stdout and stderr are

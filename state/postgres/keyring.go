@@ -157,3 +157,10 @@ func (s *Store) Unlock(ctx context.Context) error {
 	_, _, err := s.keys.get(ctx, true)
 	return err
 }
+
+// Keyring returns the database's unlocked data key, creating it if the
+// database has none (see state.Sealer).
+func (s *Store) Keyring(ctx context.Context) (*seal.Keyring, error) {
+	r, _, err := s.keys.get(ctx, true)
+	return r, err
+}

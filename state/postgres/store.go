@@ -74,6 +74,7 @@ var (
 	_ state.Store    = (*Store)(nil)
 	_ state.RawStore = (*Store)(nil)
 	_ state.Unlocker = (*Store)(nil)
+	_ state.Sealer   = (*Store)(nil)
 )
 
 // Open connects to the PostgreSQL database dsn names ("" means

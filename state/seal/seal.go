@@ -168,3 +168,17 @@ func (e *TamperedError) Error() string {
 // Unwrap returns errcode.Invalid, so that errors.Is(err, errcode.Invalid)
 // and errcode.Of(err) classify the error.
 func (e *TamperedError) Unwrap() error { return errcode.Invalid }
+
+// sumLabelPrefix prefixes the labels of the keys Sum derives, so that
+// they never collide with the record MAC key or the key check.
+const sumLabelPrefix = "openctl derived key v1: "
+
+// Sum returns HMAC-SHA256(HMAC-SHA256(dataKey, "openctl derived key v1: " +
+// label), msg): a MAC over msg under a key derived from the data key for
+// one purpose, named by label (a saved plan's digest uses "openctl plan
+// digest v1"). Only a holder of the unlocked data key can compute it;
+// distinct labels give independent keys, none of them the record MAC key.
+func (k *Keyring) Sum(label string, msg []byte) []byte {
+	dataKey, _ := hex.DecodeString(k.pass) // 64 hex characters by construction
+	return hmacSum(hmacSum(dataKey, []byte(sumLabelPrefix+label)), msg)
+}

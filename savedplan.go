@@ -1,0 +1,799 @@
+package openctl
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/graph"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/refs"
+	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/state"
+	"github.com/openctl/openctl/state/seal"
+)
+
+// The saved plan file's apiVersion and kind.
+const (
+	SavedPlanAPIVersion = "openctl.io/v1"
+	SavedPlanKind       = "SavedPlan"
+)
+
+// DefaultPlanMaxAge is how old a saved plan ApplyPlan accepts when
+// ApplyPlanOptions.MaxAge is 0.
+const DefaultPlanMaxAge = 24 * time.Hour
+
+// MaxSavedPlanSize is the largest saved plan LoadPlan reads (64 MiB).
+const MaxSavedPlanSize = 64 << 20
+
+// planDigestLabel names the key a saved plan's digest is computed with
+// (see seal.Keyring.Sum). Part of the file format.
+const planDigestLabel = "openctl plan digest v1"
+
+// digestPrefix starts a saved plan's digest.
+const digestPrefix = "hmac-sha256:"
+
+// The refusals of ApplyPlan, matched with errors.Is through a
+// *PlanRefusedError.
+var (
+	// ErrPlanModified: the plan's digest does not verify — the file was
+	// edited, or it was made with another state store's key.
+	ErrPlanModified = errors.New("the saved plan was modified or made with another state key")
+	// ErrPlanExpired: the plan is older than ApplyPlanOptions.MaxAge.
+	ErrPlanExpired = errors.New("the saved plan is too old")
+	// ErrPlanOtherStore: the plan was made against another state store
+	// (state.Identified), or other provider contexts.
+	ErrPlanOtherStore = errors.New("the saved plan was made against another state store or context")
+	// ErrPlanStale: the state or the live resources changed since the
+	// plan was made, so applying now would not do what it says.
+	ErrPlanStale = errors.New("the state or the resources changed since the plan was made")
+)
+
+// PlanRefusedError reports why ApplyPlan refused a saved plan. Nothing was
+// changed. Reason is one of ErrPlanModified, ErrPlanExpired,
+// ErrPlanOtherStore and ErrPlanStale, which errors.Is matches; ID is the
+// first resource that differs, when the refusal is about one. Its code
+// (errcode.Of) is Invalid for a modified plan, Conflict otherwise.
+type PlanRefusedError struct {
+	Reason error
+	ID     manifest.ID
+	Detail string
+}
+
+// Error says that nothing was changed, names the resource and the first
+// difference.
+func (e *PlanRefusedError) Error() string {
+	var b strings.Builder
+	b.WriteString("openctl: saved plan refused, nothing was changed: ")
+	b.WriteString(e.Reason.Error())
+	if e.ID != (manifest.ID{}) {
+		b.WriteString(": " + e.ID.Short())
+	}
+	if e.Detail != "" {
+		b.WriteString(": " + e.Detail)
+	}
+	return b.String()
+}
+
+// Unwrap returns the reason and the error code.
+func (e *PlanRefusedError) Unwrap() []error {
+	code := errcode.Conflict
+	if e.Reason == ErrPlanModified {
+		code = errcode.Invalid
+	}
+	return []error{e.Reason, code}
+}
+
+// PlanProvider is a provider a saved plan's resources route to.
+type PlanProvider struct {
+	Name string `json:"name"`
+	// Context is the provider context the plan was made against, when
+	// the caller said (Plan.Contexts); "" otherwise.
+	Context string `json:"context,omitempty"`
+}
+
+// planFile is a saved plan as written: JSON, every field below. See
+// SavePlan.
+type planFile struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Created    string         `json:"created"` // RFC 3339, UTC
+	StoreID    string         `json:"storeID"`
+	Providers  []PlanProvider `json:"providers"`
+	Resources  []planResource `json:"resources"`
+	Digest     string         `json:"digest"`
+}
+
+// planResource is one resource of a saved plan.
+type planResource struct {
+	// Manifest is the resource as planned: a composite's children
+	// included, $ref markers unresolved, no status, the kind's secret
+	// spec fields removed (they are in Sealed).
+	Manifest *manifest.Resource     `json:"manifest"`
+	Sealed   *seal.Sealed           `json:"sealed,omitempty"`
+	Action   Action                 `json:"action"`
+	Reasons  []string               `json:"reasons,omitempty"`
+	Fields   []manifest.FieldChange `json:"fields,omitempty"`
+	// DependsOn are the $ref targets; After the resources that run
+	// before this one (the plan's graph).
+	DependsOn []manifest.ID `json:"dependsOn,omitempty"`
+	After     []manifest.ID `json:"after,omitempty"`
+	Owner     *manifest.ID  `json:"owner,omitempty"`
+	Children  []manifest.ID `json:"children,omitempty"`
+	Source    *planSource   `json:"source,omitempty"`
+	// Record and Live are what the plan read: the state record's version
+	// ("present" with generation and lineage, or "absent") and whether
+	// the resource existed.
+	Record planRecord `json:"record"`
+	Live   string     `json:"live"`
+}
+
+type planSource struct {
+	File  string `json:"file"`
+	Line  int    `json:"line,omitempty"`
+	Index int    `json:"index,omitempty"`
+}
+
+type planRecord struct {
+	State      string `json:"state"`
+	Generation int64  `json:"generation,omitempty"`
+	Lineage    string `json:"lineage,omitempty"`
+}
+
+const (
+	present = "present"
+	absent  = "absent"
+)
+
+func presence(b bool) string {
+	if b {
+		return present
+	}
+	return absent
+}
+
+// SavedPlan is a plan read back from a file (LoadPlan), to be shown
+// (Plan) or applied exactly (Engine.ApplyPlan). It is immutable once
+// loaded and safe for concurrent use.
+type SavedPlan struct {
+	file    planFile
+	plan    *Plan
+	created time.Time // file.Created parsed
+}
+
+// Plan returns the plan the file holds — changes in execution order,
+// waves — for printing (output.PrintPlan). Secret values read
+// "[redacted]"; DOT works. The caller must not modify it.
+func (sp *SavedPlan) Plan() *Plan { return sp.plan }
+
+// Created returns when the plan was made (UTC).
+func (sp *SavedPlan) Created() time.Time { return sp.created }
+
+// StoreID returns the identity of the state store the plan was made
+// against ("" for a store without one).
+func (sp *SavedPlan) StoreID() string { return sp.file.StoreID }
+
+// Providers returns the providers (and contexts) the plan uses.
+func (sp *SavedPlan) Providers() []PlanProvider { return slices.Clone(sp.file.Providers) }
+
+// SavePlan writes p, which this engine's Plan returned, as a saved plan:
+// a JSON document with apiVersion openctl.io/v1 and kind SavedPlan
+// holding, per resource in execution order, the manifest as planned
+// (composite children included, $refs unresolved), the planned action,
+// reasons and changed fields (secrets "[redacted]"), its $ref targets and
+// the resources it runs after, and what the plan read: the state record's
+// generation and lineage (or "absent") and whether it existed live; then
+// the state store's identity, the providers and contexts (Plan.Contexts),
+// the creation time, and a digest.
+//
+// Secret spec fields (registry.Kind.SecretFields) are never written in
+// clear: they are sealed with the state store's own data key (state.Sealer,
+// see package seal), bound to the resource. The digest is
+// "hmac-sha256:" and the hex HMAC-SHA256 of the document's canonical JSON
+// (digest empty) under a key derived from that data key (seal.Keyring.Sum,
+// label "openctl plan digest v1"). Only a holder of the state passphrase can
+// compute it: an edit to any field — an action, a spec value, a recorded
+// generation — is detected by ApplyPlan even if the editor recomputes any
+// plain checksum, and a plan made against another store does not verify.
+// It does not hide the plan's content (everything but the secrets is
+// readable) and does not stop someone who has the passphrase.
+//
+// Saving therefore needs the store's key: a store that is not a
+// state.Sealer, or one whose passphrase is missing (a state.Memory without
+// OPENCTL_STATE_PASSPHRASE or MemoryPassphrase), is refused with an error
+// saying so, as is a plan from another engine or store. The plan is
+// written with one call to w.Write.
+func (e *Engine) SavePlan(ctx context.Context, p *Plan, w io.Writer) error {
+	if p == nil || p.made == nil {
+		return errcode.New(errcode.Invalid, "openctl: save plan: only a plan that Engine.Plan made can be saved")
+	}
+	idCtx, err := e.identify(ctx)
+	if err != nil {
+		return err
+	}
+	if id := registry.Owner(idCtx); id != p.made.storeID {
+		return errcode.New(errcode.Invalid, fmt.Sprintf("openctl: save plan: the plan was made against state store %q, this engine's is %q", p.made.storeID, id))
+	}
+	ring, err := e.keyring(ctx, "save plan")
+	if err != nil {
+		return err
+	}
+	f := planFile{APIVersion: SavedPlanAPIVersion, Kind: SavedPlanKind, Created: time.Now().UTC().Format(time.RFC3339Nano), StoreID: p.made.storeID}
+	provs := map[string]bool{}
+	for _, c := range p.Changes {
+		k := c.ID.String()
+		n := p.made.nodes[k]
+		if n == nil {
+			return errcode.New(errcode.Internal, "openctl: save plan: "+c.ID.Short()+" has no resource (an openctl bug)")
+		}
+		provs[n.prov.Name()] = true
+		res := n.res.DeepCopy()
+		res.Status = nil
+		res.Source = manifest.Source{}
+		spec, secrets := splitSecrets(n.kind.SecretFields, "spec.", res.Spec)
+		res.Spec = spec
+		sealed, err := ring.Seal(n.id, secrets)
+		if err != nil {
+			return fmt.Errorf("openctl: save plan: sealing the secrets of %s: %w", n.id.Short(), err)
+		}
+		seen := p.made.seen[k]
+		pr := planResource{
+			Manifest: res, Sealed: sealed,
+			Action: c.Action, Reasons: c.Reasons, Fields: c.Fields,
+			DependsOn: c.DependsOn, Owner: c.Owner, Children: n.children,
+			Record: planRecord{State: presence(seen.recorded), Generation: seen.generation, Lineage: seen.lineage},
+			Live:   presence(seen.live),
+		}
+		for _, d := range p.g.Deps(k) {
+			pr.After = append(pr.After, p.made.nodes[d].id)
+		}
+		if c.Source.File != "" {
+			pr.Source = &planSource{File: c.Source.File, Line: c.Source.Line, Index: c.Source.Index}
+		}
+		f.Resources = append(f.Resources, pr)
+	}
+	for _, name := range slices.Sorted(maps.Keys(provs)) {
+		f.Providers = append(f.Providers, PlanProvider{Name: name, Context: p.Contexts[name]})
+	}
+	// Digest what a reader will decode, so that both sides hash the same
+	// values (numbers as written, secrets as "[redacted]").
+	raw, err := json.Marshal(f)
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, "openctl: save plan: encoding", err)
+	}
+	decoded, err := decodePlan(raw)
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, "openctl: save plan: the plan does not read back (an openctl bug)", err)
+	}
+	if decoded.Digest, err = planDigest(ring, decoded); err != nil {
+		return err
+	}
+	out, err := json.MarshalIndent(decoded, "", "  ")
+	if err != nil {
+		return errcode.Wrap(errcode.Internal, "openctl: save plan: encoding", err)
+	}
+	if _, err := w.Write(append(out, '\n')); err != nil {
+		return fmt.Errorf("openctl: save plan: %w", err)
+	}
+	return nil
+}
+
+// keyring returns the state store's unlocked data key, for op.
+func (e *Engine) keyring(ctx context.Context, op string) (*seal.Keyring, error) {
+	s, ok := e.store.(state.Sealer)
+	if !ok {
+		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("openctl: %s: the state store (%T) has no key to seal secrets and sign saved plans with (it is not a state.Sealer)", op, e.store))
+	}
+	ring, err := s.Keyring(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("openctl: %s: a saved plan is sealed and signed with the state store's key: %w", op, &StateError{Op: "unlock", Err: err})
+	}
+	return ring, nil
+}
+
+// planDigest returns f's digest: see SavePlan.
+func planDigest(ring *seal.Keyring, f *planFile) (string, error) {
+	c := *f
+	c.Digest = ""
+	msg, err := json.Marshal(&c)
+	if err != nil {
+		return "", errcode.Wrap(errcode.Internal, "openctl: plan digest", err)
+	}
+	return digestPrefix + hex.EncodeToString(ring.Sum(planDigestLabel, msg)), nil
+}
+
+// LoadPlan reads a saved plan (see SavePlan) from r, strictly: the JSON
+// must have exactly the saved plan's fields, apiVersion openctl.io/v1 and
+// kind SavedPlan, valid manifests and IDs, known actions, and a graph
+// without cycles; an error names the field (errcode.Invalid). LoadPlan
+// reads no state and contacts no provider, and it does not verify the
+// digest — ApplyPlan does, with the state store's key — so a loaded plan
+// may be shown without the passphrase but must not be trusted before
+// ApplyPlan accepted it.
+func (e *Engine) LoadPlan(ctx context.Context, r io.Reader) (*SavedPlan, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(r, MaxSavedPlanSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("openctl: load plan: %w", err)
+	}
+	if len(data) > MaxSavedPlanSize {
+		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("openctl: load plan: larger than %d MiB", MaxSavedPlanSize>>20))
+	}
+	f, err := decodePlan(data)
+	if err != nil {
+		return nil, err
+	}
+	p, err := f.plan()
+	if err != nil {
+		return nil, err
+	}
+	created, _ := time.Parse(time.RFC3339Nano, f.Created) // checked by decodePlan
+	return &SavedPlan{file: *f, plan: p, created: created.UTC()}, nil
+}
+
+// planErr is LoadPlan's error for a field.
+func planErr(field, format string, args ...any) error {
+	return errcode.New(errcode.Invalid, "openctl: load plan: "+field+": "+fmt.Sprintf(format, args...))
+}
+
+// decodePlan decodes and checks a saved plan's JSON.
+func decodePlan(data []byte) (*planFile, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	var f planFile
+	if err := dec.Decode(&f); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, planErr(te.Field, "cannot hold a JSON %s", te.Value)
+		}
+		return nil, errcode.Wrap(errcode.Invalid, "openctl: load plan: not a saved plan (JSON)", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errcode.New(errcode.Invalid, "openctl: load plan: data after the saved plan")
+	}
+	if f.APIVersion != SavedPlanAPIVersion {
+		return nil, planErr("apiVersion", "%q: want %s", f.APIVersion, SavedPlanAPIVersion)
+	}
+	if f.Kind != SavedPlanKind {
+		return nil, planErr("kind", "%q: want %s", f.Kind, SavedPlanKind)
+	}
+	if t, err := time.Parse(time.RFC3339Nano, f.Created); err != nil || t.IsZero() {
+		return nil, planErr("created", "%q: want an RFC 3339 time", f.Created)
+	}
+	if f.StoreID != "" && !state.ValidStoreID(f.StoreID) {
+		return nil, planErr("storeID", "%q is not a store identity", f.StoreID)
+	}
+	if f.Digest != "" {
+		h, ok := strings.CutPrefix(f.Digest, digestPrefix)
+		if b, err := hex.DecodeString(h); !ok || err != nil || len(b) != 32 {
+			return nil, planErr("digest", "want %s and 64 hex digits", digestPrefix)
+		}
+	}
+	for i, p := range f.Providers {
+		if p.Name == "" {
+			return nil, planErr(fmt.Sprintf("providers[%d].name", i), "missing")
+		}
+	}
+	seen := map[manifest.ID]bool{}
+	for i, r := range f.Resources {
+		at := fmt.Sprintf("resources[%d]", i)
+		if r.Manifest == nil {
+			return nil, planErr(at+".manifest", "missing")
+		}
+		spec, err := manifest.NormalizeMap(r.Manifest.Spec)
+		if err != nil {
+			return nil, planErr(at+".manifest.spec", "%v", err)
+		}
+		r.Manifest.Spec = spec
+		if err := manifest.Validate(r.Manifest); err != nil {
+			return nil, planErr(at+".manifest", "%v", err)
+		}
+		if len(r.Manifest.Status) > 0 {
+			return nil, planErr(at+".manifest.status", "a saved plan holds no status")
+		}
+		id := r.Manifest.ID()
+		if seen[id] {
+			return nil, planErr(at+".manifest", "%s appears twice", id.Short())
+		}
+		seen[id] = true
+		switch r.Action {
+		case ActionCreate, ActionUpdate, ActionReplace, ActionNoOp, ActionDelete:
+		default:
+			return nil, planErr(at+".action", "%q: want create, update, replace, no-op or delete", r.Action)
+		}
+		switch {
+		case r.Record.State == absent && r.Record.Generation == 0 && r.Record.Lineage == "":
+		case r.Record.State == present && r.Record.Generation > 0 && r.Record.Lineage != "":
+		default:
+			return nil, planErr(at+".record", "want state absent, or state present with a positive generation and a lineage")
+		}
+		if r.Live != present && r.Live != absent {
+			return nil, planErr(at+".live", "%q: want present or absent", r.Live)
+		}
+		if r.Sealed != nil && (r.Sealed.Ciphertext == "" || r.Sealed.MAC == "") {
+			return nil, planErr(at+".sealed", "want ciphertext and mac")
+		}
+		if r.Source != nil && (r.Source.File == "" || r.Source.Line < 0 || r.Source.Index < 0) {
+			return nil, planErr(at+".source", "want a file and a line")
+		}
+		for j, f := range r.Fields {
+			if f.Path == "" {
+				return nil, planErr(fmt.Sprintf("%s.fields[%d].path", at, j), "missing")
+			}
+		}
+	}
+	for i, r := range f.Resources {
+		at := fmt.Sprintf("resources[%d]", i)
+		check := func(field string, ids []manifest.ID, inPlan bool) error {
+			for j, d := range ids {
+				if err := d.Validate(); err != nil {
+					return planErr(fmt.Sprintf("%s.%s[%d]", at, field, j), "%v", err)
+				}
+				if inPlan && !seen[d] {
+					return planErr(fmt.Sprintf("%s.%s[%d]", at, field, j), "%s is not a resource of the plan", d.Short())
+				}
+			}
+			return nil
+		}
+		if err := check("dependsOn", r.DependsOn, false); err != nil {
+			return nil, err
+		}
+		if err := check("after", r.After, true); err != nil {
+			return nil, err
+		}
+		if err := check("children", r.Children, false); err != nil {
+			return nil, err
+		}
+		if r.Owner != nil {
+			if err := check("owner", []manifest.ID{*r.Owner}, false); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &f, nil
+}
+
+// plan rebuilds the Plan f holds.
+func (f *planFile) plan() (*Plan, error) {
+	p := &Plan{g: graph.New[string](), byKey: map[string]*Change{}}
+	byKey := map[string]manifest.ID{}
+	for _, r := range f.Resources {
+		id := r.Manifest.ID()
+		byKey[id.String()] = id
+		p.g.AddNode(id.String())
+	}
+	for _, r := range f.Resources {
+		for _, d := range r.After {
+			p.g.AddEdge(d.String(), r.Manifest.ID().String())
+		}
+	}
+	if err := p.g.Validate(); err != nil {
+		return nil, errcode.Wrap(errcode.Invalid, "openctl: load plan: resources[].after", err)
+	}
+	p.Changes = make([]Change, len(f.Resources))
+	for i, r := range f.Resources {
+		c := Change{ID: r.Manifest.ID(), Action: r.Action, Reasons: slices.Clone(r.Reasons), Fields: slices.Clone(r.Fields),
+			DependsOn: slices.Clone(r.DependsOn), Owner: r.Owner}
+		if r.Source != nil {
+			c.Source = manifest.Source{File: r.Source.File, Line: r.Source.Line, Index: r.Source.Index}
+		}
+		p.Changes[i] = c
+		p.byKey[c.ID.String()] = &p.Changes[i]
+	}
+	waves, err := p.g.Waves()
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Invalid, "openctl: load plan", err)
+	}
+	for _, w := range waves {
+		ids := make([]manifest.ID, len(w))
+		for i, k := range w {
+			ids[i] = byKey[k]
+		}
+		p.Waves = append(p.Waves, ids)
+	}
+	for _, pp := range f.Providers {
+		if pp.Context != "" {
+			if p.Contexts == nil {
+				p.Contexts = map[string]string{}
+			}
+			p.Contexts[pp.Name] = pp.Context
+		}
+	}
+	return p, nil
+}
+
+// ApplyPlanOptions tune ApplyPlan.
+type ApplyPlanOptions struct {
+	// MaxAge is how old the plan may be: 0 means DefaultPlanMaxAge (24h),
+	// a negative value no limit.
+	MaxAge time.Duration
+	// Contexts, when not nil, are the provider contexts this engine's
+	// providers use, by provider name: a plan that recorded another
+	// context for a provider (Plan.Contexts) is refused
+	// (ErrPlanOtherStore).
+	Contexts map[string]string
+	// Now returns the current time; nil means time.Now. For tests.
+	Now func() time.Time
+}
+
+// ApplyPlan applies exactly what a saved plan says, reading no manifest:
+// the resources planned as create, update, replace or delete, in the
+// plan's dependency order ($refs resolved from live values as Apply
+// does); resources planned as no-op are not touched and get no Result.
+//
+// After taking the state lock, and before any change, it refuses — with a
+// *PlanRefusedError naming the first difference — a plan
+//
+//   - made against another state store (state.Identified) or, with
+//     opts.Contexts, other provider contexts: ErrPlanOtherStore;
+//   - whose digest does not verify with this store's key (the file was
+//     edited): ErrPlanModified;
+//   - older than opts.MaxAge: ErrPlanExpired;
+//   - whose world moved (ErrPlanStale): a resource's state record has
+//     another generation or lineage than the plan read, or is there
+//     where the plan read none or gone where it read one; a resource
+//     exists live where the plan found none or is gone where it found
+//     one; or planning again now — the same code as Plan, the provider's
+//     Diff included — gives a resource another action or other changed
+//     fields than the plan says.
+//
+// It then checks the preconditions Apply checks (secrets can be sealed,
+// $ref targets outside the plan exist, providers answer) and runs the
+// changes as Apply does. The Report and error are Apply's.
+func (e *Engine) ApplyPlan(ctx context.Context, sp *SavedPlan, opts ApplyPlanOptions) (*Report, error) {
+	if sp == nil || sp.plan == nil {
+		return nil, errcode.New(errcode.Invalid, "openctl: apply plan: no saved plan (use LoadPlan)")
+	}
+	unlock, err := e.lock(ctx, "apply")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if ctx, err = e.identify(ctx); err != nil {
+		return nil, err
+	}
+	ring, err := e.verifyPlan(ctx, sp, opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := e.buildSaved(ctx, sp, ring)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.checkSealing(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := e.checkRefs(ctx, s); err != nil {
+		return nil, err
+	}
+	fresh, err := e.planSet(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := compareSaved(sp, fresh); err != nil {
+		return nil, err
+	}
+	rs := changedSet(s, fresh)
+	if err := e.pingProviders(ctx, rs); err != nil {
+		return nil, err
+	}
+	return e.run(ctx, rs)
+}
+
+// verifyPlan checks sp's store identity, contexts, digest and age, and
+// returns the store's key.
+func (e *Engine) verifyPlan(ctx context.Context, sp *SavedPlan, opts ApplyPlanOptions) (*seal.Keyring, error) {
+	f := &sp.file
+	if id := registry.Owner(ctx); id != f.StoreID {
+		return nil, &PlanRefusedError{Reason: ErrPlanOtherStore, Detail: fmt.Sprintf("it was made against state store %q, this is %q", f.StoreID, id)}
+	}
+	if opts.Contexts != nil {
+		for _, p := range f.Providers {
+			if p.Context != "" && opts.Contexts[p.Name] != p.Context {
+				return nil, &PlanRefusedError{Reason: ErrPlanOtherStore, Detail: fmt.Sprintf("provider %s: it was made against context %q, this is %q", p.Name, p.Context, opts.Contexts[p.Name])}
+			}
+		}
+	}
+	ring, err := e.keyring(ctx, "apply plan")
+	if err != nil {
+		return nil, err
+	}
+	want, err := planDigest(ring, f)
+	if err != nil {
+		return nil, err
+	}
+	if f.Digest == "" || !hmac.Equal([]byte(want), []byte(f.Digest)) {
+		return nil, &PlanRefusedError{Reason: ErrPlanModified, Detail: "its digest does not verify with this state store's key (the file was edited after it was saved, or saved with another store)"}
+	}
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	maxAge := opts.MaxAge
+	if maxAge == 0 {
+		maxAge = DefaultPlanMaxAge
+	}
+	age := now().Sub(sp.created)
+	if maxAge > 0 && age > maxAge {
+		return nil, &PlanRefusedError{Reason: ErrPlanExpired, Detail: fmt.Sprintf("it was made %s ago (at %s), the limit is %s: plan again", age.Round(time.Second), sp.created.Format(time.RFC3339), maxAge)}
+	}
+	if age < -time.Minute {
+		return nil, &PlanRefusedError{Reason: ErrPlanExpired, Detail: fmt.Sprintf("it was made in the future (%s): check the clocks", sp.created.Format(time.RFC3339))}
+	}
+	return ring, nil
+}
+
+// buildSaved makes the set of a verified saved plan: its resources (secret
+// spec fields opened) routed to their providers, its graph as saved.
+func (e *Engine) buildSaved(ctx context.Context, sp *SavedPlan, ring *seal.Keyring) (*set, error) {
+	s := newSet()
+	var errs []error
+	for _, r := range sp.file.Resources {
+		res := r.Manifest.DeepCopy()
+		id := res.ID()
+		if r.Source != nil {
+			res.Source = manifest.Source{File: r.Source.File, Line: r.Source.Line, Index: r.Source.Index}
+		}
+		p, kind, err := e.reg.Lookup(id)
+		if err != nil {
+			errs = append(errs, wrapf(err, "apply plan: %s", id.Short()))
+			continue
+		}
+		if kind.ReadOnly {
+			errs = append(errs, errcode.New(errcode.Invalid, fmt.Sprintf("openctl: apply plan: %s: kind %s is read-only", id.Short(), id.Kind)))
+			continue
+		}
+		secrets, err := ring.Open(id, r.Sealed)
+		if err != nil {
+			errs = append(errs, wrapf(err, "apply plan: %s", id.Short()))
+			continue
+		}
+		for _, path := range slices.Sorted(maps.Keys(secrets)) {
+			rest, ok := strings.CutPrefix(path, "spec.")
+			if !ok || !slices.Contains(kind.SecretFields, path) {
+				errs = append(errs, errcode.New(errcode.Invalid, fmt.Sprintf("openctl: apply plan: %s: sealed value for %s, which is not a secret spec field of kind %s", id.Short(), path, id.Kind)))
+				continue
+			}
+			if res.Spec == nil {
+				res.Spec = map[string]any{}
+			}
+			if err := manifest.SetField(res.Spec, rest, secrets[path].Reveal()); err != nil {
+				errs = append(errs, wrapf(err, "apply plan: %s: %s", id.Short(), path))
+			}
+		}
+		n := &node{id: id, key: id.String(), res: res, prov: p, kind: kind, owner: r.Owner,
+			children: slices.Clone(r.Children), del: r.Action == ActionDelete}
+		if n.del {
+			if deps, err := refs.Dependencies(res); err == nil {
+				n.deps = deps
+			}
+		} else {
+			if v, ok := p.(registry.Validator); ok {
+				if err := e.safe("validate", id, func() error { return v.Validate(ctx, res) }); err != nil {
+					errs = append(errs, wrapf(err, "apply plan: %s", id.Short()))
+					continue
+				}
+			}
+			rs, err := refs.Collect(res)
+			if err != nil {
+				errs = append(errs, wrapf(err, "apply plan: %s", id.Short()))
+				continue
+			}
+			n.refs, n.deps = rs, targets(rs)
+		}
+		s.nodes[n.key] = n
+		s.g.AddNode(n.key)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	for _, r := range sp.file.Resources {
+		for _, d := range r.After {
+			s.g.AddEdge(d.String(), r.Manifest.ID().String())
+		}
+	}
+	if err := s.g.Validate(); err != nil {
+		return nil, fmt.Errorf("openctl: apply plan: %w", err)
+	}
+	return s, nil
+}
+
+// compareSaved refuses sp when planning again (fresh) read or decided
+// anything else, naming the first difference in execution order.
+func compareSaved(sp *SavedPlan, fresh *Plan) error {
+	for _, r := range sp.file.Resources {
+		id := r.Manifest.ID()
+		k := id.String()
+		now := fresh.made.seen[k]
+		then := observed{recorded: r.Record.State == present, generation: r.Record.Generation, lineage: r.Record.Lineage, live: r.Live == present}
+		recThen, liveThen := then.describe()
+		recNow, liveNow := now.describe()
+		switch {
+		case now.recorded != then.recorded || now.generation != then.generation || now.lineage != then.lineage:
+			return &PlanRefusedError{Reason: ErrPlanStale, ID: id, Detail: fmt.Sprintf("the plan read %s, the state now has %s: plan again", recThen, recNow)}
+		case now.live != then.live:
+			return &PlanRefusedError{Reason: ErrPlanStale, ID: id, Detail: fmt.Sprintf("the plan found it %s, it is now %s: plan again", liveThen, liveNow)}
+		}
+		c := fresh.byKey[k]
+		if c.Action != r.Action {
+			why := ""
+			if len(c.Reasons) > 0 {
+				why = " (" + strings.Join(c.Reasons, "; ") + ")"
+			}
+			return &PlanRefusedError{Reason: ErrPlanStale, ID: id, Detail: fmt.Sprintf("the plan says %s, planning now says %s%s: plan again", r.Action, c.Action, why)}
+		}
+		if a, b := canonical(r.Fields), canonical(c.Fields); a != b {
+			return &PlanRefusedError{Reason: ErrPlanStale, ID: id, Detail: fmt.Sprintf("the changed fields differ: the plan says %s, planning now says %s: plan again", a, b)}
+		}
+	}
+	return nil
+}
+
+// canonical renders field changes as canonical JSON (numbers as JSON
+// writes them, secrets as "[redacted]"), "[]" for none.
+func canonical(fs []manifest.FieldChange) string {
+	if len(fs) == 0 {
+		return "[]"
+	}
+	raw, err := json.Marshal(fs)
+	if err != nil {
+		return fmt.Sprintf("(unencodable: %v)", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return string(raw)
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
+}
+
+// changedSet returns the set of s's nodes that p plans to change, ordered
+// as in s: a changed node runs after every changed node it came after in
+// s, directly or through unchanged ones.
+func changedSet(s *set, p *Plan) *set {
+	out := newSet()
+	changed := func(k string) bool { c := p.byKey[k]; return c != nil && c.Action != ActionNoOp }
+	keys := slices.Sorted(maps.Keys(s.nodes))
+	for _, k := range keys {
+		if changed(k) {
+			out.nodes[k] = s.nodes[k]
+			out.g.AddNode(k)
+		}
+	}
+	for _, k := range keys {
+		if !changed(k) {
+			continue
+		}
+		visited := map[string]bool{}
+		stack := s.g.Deps(k)
+		for len(stack) > 0 {
+			d := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if visited[d] {
+				continue
+			}
+			visited[d] = true
+			if changed(d) {
+				out.g.AddEdge(d, k)
+				continue
+			}
+			stack = append(stack, s.g.Deps(d)...)
+		}
+	}
+	return out
+}
