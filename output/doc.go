@@ -85,7 +85,8 @@
 // Nothing secret is printed: every path a kind lists in SecretFields and
 // every [secret.Secret] value reads "[redacted]" (see [Redact]). Spec
 // fields are not redacted by name in Print, so that output fed back to
-// apply sets what was applied; plans, which are never applied, also redact
+// apply sets what was applied; printed plans, which are for reading (a
+// saved plan file keeps its secrets sealed, not printed), also redact
 // fields and map keys named like secrets ("password", "token", ...), in
 // every plan format. The engine's read
 // API (openctl.Engine.Inventory) gives recorded resources with their
