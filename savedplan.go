@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -52,8 +53,10 @@ var (
 	// ErrPlanExpired: the plan is older than ApplyPlanOptions.MaxAge.
 	ErrPlanExpired = errors.New("the saved plan is too old")
 	// ErrPlanOtherStore: the plan was made against another state store
-	// (state.Identified), or other provider contexts.
-	ErrPlanOtherStore = errors.New("the saved plan was made against another state store or context")
+	// (state.Identified), other provider contexts, or by another build of
+	// the program (its compiled-in providers are what a plan's actions
+	// depend on, as Terraform's plans depend on its provider versions).
+	ErrPlanOtherStore = errors.New("the saved plan was made against another state store, context or program")
 	// ErrPlanStale: the state or the live resources changed since the
 	// plan was made, so applying now would not do what it says.
 	ErrPlanStale = errors.New("the state or the resources changed since the plan was made")
@@ -108,6 +111,7 @@ type planFile struct {
 	APIVersion string         `json:"apiVersion"`
 	Kind       string         `json:"kind"`
 	Created    string         `json:"created"` // RFC 3339, UTC
+	Program    string         `json:"program"` // the program that made it: module@version (revision)
 	StoreID    string         `json:"storeID"`
 	Providers  []PlanProvider `json:"providers"`
 	Resources  []planResource `json:"resources"`
@@ -228,7 +232,7 @@ func (e *Engine) SavePlan(ctx context.Context, p *Plan, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	f := planFile{APIVersion: SavedPlanAPIVersion, Kind: SavedPlanKind, Created: time.Now().UTC().Format(time.RFC3339Nano), StoreID: p.made.storeID}
+	f := planFile{APIVersion: SavedPlanAPIVersion, Kind: SavedPlanKind, Created: time.Now().UTC().Format(time.RFC3339Nano), Program: program(), StoreID: p.made.storeID}
 	provs := map[string]bool{}
 	for _, c := range p.Changes {
 		k := c.ID.String()
@@ -597,6 +601,9 @@ func (e *Engine) ApplyPlan(ctx context.Context, sp *SavedPlan, opts ApplyPlanOpt
 // returns the store's key.
 func (e *Engine) verifyPlan(ctx context.Context, sp *SavedPlan, opts ApplyPlanOptions) (*seal.Keyring, error) {
 	f := &sp.file
+	if cur := program(); f.Program != cur {
+		return nil, &PlanRefusedError{Reason: ErrPlanOtherStore, Detail: fmt.Sprintf("it was made by %s, this is %s: its providers may plan differently; plan again with this program", f.Program, cur)}
+	}
 	if id := registry.Owner(ctx); id != f.StoreID {
 		return nil, &PlanRefusedError{Reason: ErrPlanOtherStore, Detail: fmt.Sprintf("it was made against state store %q, this is %q", f.StoreID, id)}
 	}
@@ -796,4 +803,31 @@ func changedSet(s *set, p *Plan) *set {
 		}
 	}
 	return out
+}
+
+// program names the running program for a saved plan: its main module's
+// path and version, with the VCS revision when the build recorded one
+// ("github.com/openctl/openctl@v1.2.0 (abc123)"). Its compiled-in
+// providers are part of it.
+func program() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	s := bi.Main.Path + "@" + bi.Main.Version
+	var rev, modified string
+	for _, kv := range bi.Settings {
+		switch kv.Key {
+		case "vcs.revision":
+			rev = kv.Value
+		case "vcs.modified":
+			if kv.Value == "true" {
+				modified = "+modified"
+			}
+		}
+	}
+	if rev != "" {
+		s += " (" + rev + modified + ")"
+	}
+	return s
 }

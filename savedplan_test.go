@@ -397,3 +397,20 @@ func fmtChanges(c openctl.Change) string {
 	b, _ := json.Marshal(c.Fields)
 	return string(b)
 }
+
+// TestApplyPlanRefusesAnotherProgram: a plan made by another build of
+// the program (its compiled-in providers may plan differently) is
+// refused, naming both, with nothing changed.
+func TestApplyPlanRefusesAnotherProgram(t *testing.T) {
+	f := newSavedPlanFixture(t)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(f.file, &doc))
+	assert.NotEmpty(t, doc["program"], "the plan records the program that made it")
+	doc["program"] = "github.com/openctl/openctl@v0.0.1"
+	data, _ := json.Marshal(doc)
+	writes := f.p.Calls().Writes()
+	_, err := f.e.ApplyPlan(t.Context(), f.load(t, data), openctl.ApplyPlanOptions{})
+	require.ErrorIs(t, err, openctl.ErrPlanOtherStore)
+	assert.ErrorContains(t, err, "made by github.com/openctl/openctl@v0.0.1")
+	assert.Equal(t, writes, f.p.Calls().Writes())
+}
