@@ -298,30 +298,40 @@ Subsystem sftp /usr/lib/openssh/sftp-server
 LogLevel VERBOSE
 `
 
-// writeHostKey generates an ed25519 host key into the host's /etc/ssh
-// layer and remembers its public half.
+// newHostKey generates an ed25519 host key: the private key file's
+// contents, the public key file's contents and the public key.
+func (h *Host) newHostKey() (priv, pub []byte, key ssh.PublicKey, err error) {
+	edPub, edPriv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	block, err := ssh.MarshalPrivateKey(edPriv, "root@"+h.name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	key, err = ssh.NewPublicKey(edPub)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return pem.EncodeToMemory(block), ssh.MarshalAuthorizedKey(key), key, nil
+}
+
+// writeHostKey generates the first host key into the (not yet mounted)
+// upper layer of the host's /etc.
 func (h *Host) writeHostKey() error {
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return err
-	}
-	block, err := ssh.MarshalPrivateKey(priv, "root@"+h.name)
-	if err != nil {
-		return err
-	}
-	spub, err := ssh.NewPublicKey(pub)
+	priv, pub, key, err := h.newHostKey()
 	if err != nil {
 		return err
 	}
 	dir := filepath.Join(h.dir, "etc/upper/ssh")
-	if err := writeFile(filepath.Join(dir, "ssh_host_ed25519_key"), pem.EncodeToMemory(block), 0o600); err != nil {
+	if err := writeFile(filepath.Join(dir, "ssh_host_ed25519_key"), priv, 0o600); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, "ssh_host_ed25519_key.pub"), ssh.MarshalAuthorizedKey(spub), 0o644); err != nil {
+	if err := writeFile(filepath.Join(dir, "ssh_host_ed25519_key.pub"), pub, 0o644); err != nil {
 		return err
 	}
 	h.mu.Lock()
-	h.hostKey = spub
+	h.hostKey = key
 	h.mu.Unlock()
 	return nil
 }
@@ -465,10 +475,20 @@ func (h *Host) ReplaceHostKey(ctx context.Context) (ssh.PublicKey, error) {
 	if !h.Running() {
 		return nil, fmt.Errorf("k3stest: %s is powered off", h.name)
 	}
-	if err := h.writeHostKey(); err != nil {
+	priv, pub, key, err := h.newHostKey()
+	if err != nil {
 		return nil, err
 	}
-	// The key was written into the upper layer of /etc; the host sees it.
+	// Written from inside: an overlay's upper layer must not change under it.
+	if err := h.WriteFile(ctx, "/etc/ssh/ssh_host_ed25519_key", priv, 0o600); err != nil {
+		return nil, err
+	}
+	if err := h.WriteFile(ctx, "/etc/ssh/ssh_host_ed25519_key.pub", pub, 0o644); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.hostKey = key
+	h.mu.Unlock()
 	if out, err := h.Run(ctx, "sh", "-c", "kill -HUP \"$(cat /run/sshd.pid)\""); err != nil {
 		return nil, fmt.Errorf("k3stest: reload sshd on %s: %w: %s", h.name, err, out)
 	}
@@ -548,3 +568,6 @@ func (h *Host) diagnostics() string {
 	}
 	return b.String()
 }
+
+// Netns is the name of the host's network namespace (ip netns exec NAME).
+func (h *Host) Netns() string { return h.netns }

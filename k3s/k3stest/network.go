@@ -432,3 +432,7 @@ func freeUID() (int, error) {
 	}
 	return 0, errors.New("k3stest: no free uid")
 }
+
+// StateDir is the network's state directory (the hosts' disks, logs and
+// the built k3stest-hostd), removed by Close.
+func (n *Network) StateDir() string { return n.dir }
