@@ -265,6 +265,9 @@ func (h *Host) provision() error {
 		// Hide the machine's systemctl and journalctl (overlay whiteouts).
 		for _, p := range []string{"bin/systemctl", "bin/journalctl"} {
 			if _, err := os.Stat(filepath.Join("/usr", p)); err == nil {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(usr, p)), 0o755); err != nil {
+					return err
+				}
 				if err := unix.Mknod(filepath.Join(usr, p), unix.S_IFCHR|0o000, 0); err != nil {
 					return fmt.Errorf("k3stest: whiteout %s: %w", p, err)
 				}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,6 +44,7 @@ func sshRun(ctx context.Context, t *testing.T, h *k3stest.Host, user, cmd string
 	case err = <-done:
 	case <-ctx.Done():
 		c.Close()
+		<-done // the session has stopped writing to the buffers
 		err = ctx.Err()
 	}
 	return stdout.String(), stderr.String(), err
@@ -184,6 +186,7 @@ func TestKilledRunCleanedUp(t *testing.T) {
 	ctx := testContext(t, 60*time.Second)
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestKilledRunCleanedUp$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "K3STEST_ORPHAN=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with this test binary
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
