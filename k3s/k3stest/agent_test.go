@@ -31,21 +31,38 @@ if [ -n "$NOTIFY_SOCKET" ]; then systemd-notify --ready; fi
 exec sleep 100000
 `
 
-// The unit and script install.sh writes, reduced to what matters here.
+// The unit and script install.sh writes (k3s-io/k3s install.sh,
+// create_systemd_service_file and create_openrc_service_file).
 const k3sUnit = `[Unit]
 Description=Lightweight Kubernetes
+Documentation=https://k3s.io
+Wants=network-online.target
+After=network-online.target
+
+[Install]
+WantedBy=multi-user.target
+
 [Service]
 Type=notify
 EnvironmentFile=-/etc/default/%N
+EnvironmentFile=-/etc/sysconfig/%N
 EnvironmentFile=-/etc/systemd/system/k3s.service.env
 KillMode=process
+Delegate=yes
+User=root
+LimitNOFILE=1048576
+LimitNPROC=infinity
+LimitCORE=infinity
+TasksMax=infinity
 TimeoutStartSec=0
 Restart=always
 RestartSec=5s
+ExecStartPre=/bin/sh -xc '! /usr/bin/systemctl is-enabled --quiet nm-cloud-setup.service 2>/dev/null'
+ExecStartPre=-/sbin/modprobe br_netfilter
+ExecStartPre=-/sbin/modprobe overlay
 ExecStart=/usr/local/bin/k3s \
     server \
-[Install]
-WantedBy=multi-user.target
+
 `
 
 const k3sOpenRC = `#!/sbin/openrc-run
@@ -135,6 +152,7 @@ func TestAgentOnHosts(t *testing.T) {
 			if init == agent.Systemd {
 				require.NoError(t, h.WriteFile(ctx, "/etc/systemd/system/k3s.service", []byte(k3sUnit), 0o644))
 				mustSSH(ctx, t, h, k3stest.DefaultUser, "sudo systemctl enable /etc/systemd/system/k3s.service && sudo systemctl daemon-reload && sudo systemctl restart k3s")
+				assert.Equal(t, "enabled\n", mustSSH(ctx, t, h, "root", "systemctl is-enabled k3s"))
 			} else {
 				require.NoError(t, h.WriteFile(ctx, "/etc/init.d/k3s", []byte(k3sOpenRC), 0o755))
 				mustSSH(ctx, t, h, k3stest.DefaultUser, "sudo rc-update add k3s default && sudo /etc/init.d/k3s restart")

@@ -134,7 +134,7 @@ func (s *supervisor) boot() {
 	}
 	for _, n := range names {
 		fmt.Fprintf(os.Stderr, "supervisor: boot: starting %s\n", n)
-		if _, err := s.start(n, nil); err != nil {
+		if _, err := s.start(n); err != nil {
 			fmt.Fprintf(os.Stderr, "supervisor: boot: %s: %v\n", n, err)
 		}
 	}
@@ -188,7 +188,7 @@ func (sv *service) logf(format string, args ...any) {
 
 // start begins a start job for name and returns the channel closed when
 // the job ends (nil when the service is already active).
-func (s *supervisor) start(name string, _ any) (chan struct{}, error) {
+func (s *supervisor) start(name string) (chan struct{}, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sv := s.get(name)
@@ -668,7 +668,7 @@ func (s *supervisor) handle(req request, out, errf func(string, ...any), gone ch
 					continue
 				}
 			}
-			done, err := s.start(n, nil)
+			done, err := s.start(n)
 			if err != nil {
 				code = s.notFound(n, req.Cmd, errf, err)
 				continue

@@ -123,9 +123,11 @@ func (d *serviceDef) parse(b []byte) error {
 			pending += strings.TrimSuffix(line, "\\") + " "
 			continue
 		}
-		if pending != "" && (line == "" || line[0] == '#' || line[0] == ';') {
+		if pending != "" && line != "" && (line[0] == '#' || line[0] == ';') {
 			continue // comments inside continuations are skipped
 		}
+		// An empty line ends a continuation (install.sh's ExecStart ends
+		// with a backslash and an empty line).
 		line, pending = pending+line, ""
 		if strings.HasPrefix(line, "[") {
 			section = strings.Trim(line, "[]")
