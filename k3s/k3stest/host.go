@@ -195,19 +195,20 @@ func (h *Host) provision() error {
 	}
 	etc := filepath.Join(h.dir, "etc/upper")
 	usr := filepath.Join(h.dir, "usr/upper")
-	uid := strconv.Itoa(h.n.uid)
-	user := DefaultUser
+	uid, pwUID := strconv.Itoa(h.n.uid), strconv.Itoa(h.n.uid+1)
+	user, pwUser := DefaultUser, PasswordUser
 	files := map[string]string{
 		"hostname":          h.name + "\n",
 		"hosts":             fmt.Sprintf("127.0.0.1\tlocalhost\n%s\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n", h.addr, h.name),
-		"sudoers.d/k3stest": fmt.Sprintf("# k3stest: the login user's passwordless sudo\n%s ALL=(ALL:ALL) NOPASSWD: ALL\n", user),
+		"sudoers.d/k3stest": fmt.Sprintf("# k3stest: the login users' sudo\n%s ALL=(ALL:ALL) NOPASSWD: ALL\n%s ALL=(ALL:ALL) ALL\n", user, pwUser),
 		"ssh/sshd_config":   sshdConfig,
 	}
 	appendTo := map[string]string{
-		"passwd":  fmt.Sprintf("%s:x:%s:%s:k3stest login user:/home/%s:/bin/bash\n", user, uid, uid, user),
-		"group":   fmt.Sprintf("%s:x:%s:\n", user, uid),
-		"shadow":  fmt.Sprintf("%s:*:19000:0:99999:7:::\n", user),
-		"gshadow": fmt.Sprintf("%s:!::\n", user),
+		"passwd": fmt.Sprintf("%s:x:%s:%s:k3stest login user:/home/%s:/bin/bash\n%s:x:%s:%s:k3stest login user with a sudo password:/home/%s:/bin/bash\n",
+			user, uid, uid, user, pwUser, pwUID, pwUID, pwUser),
+		"group":   fmt.Sprintf("%s:x:%s:\n%s:x:%s:\n", user, uid, pwUser, pwUID),
+		"shadow":  fmt.Sprintf("%s:*:19000:0:99999:7:::\n%s:%s:19000:0:99999:7:::\n", user, pwUser, h.n.pwHash),
+		"gshadow": fmt.Sprintf("%s:!::\n%s:!::\n", user, pwUser),
 	}
 	for f, line := range appendTo {
 		b, err := os.ReadFile(filepath.Join("/etc", f))
@@ -238,13 +239,16 @@ func (h *Host) provision() error {
 	if err := os.Chmod(filepath.Join(h.dir, "root"), 0o700); err != nil {
 		return err
 	}
-	home := filepath.Join(h.dir, "home", user)
-	if err := writeFile(filepath.Join(home, ".ssh/authorized_keys"), auth, 0o600); err != nil {
-		return err
-	}
-	for _, p := range []string{home, filepath.Join(home, ".ssh"), filepath.Join(home, ".ssh/authorized_keys")} {
-		if err := os.Chown(p, h.n.uid, h.n.uid); err != nil {
+	for i, u := range []string{user, pwUser} {
+		id := h.n.uid + i
+		home := filepath.Join(h.dir, "home", u)
+		if err := writeFile(filepath.Join(home, ".ssh/authorized_keys"), auth, 0o600); err != nil {
 			return err
+		}
+		for _, p := range []string{home, filepath.Join(home, ".ssh"), filepath.Join(home, ".ssh/authorized_keys")} {
+			if err := os.Chown(p, id, id); err != nil {
+				return err
+			}
 		}
 	}
 	// The supervisor and the commands it answers.

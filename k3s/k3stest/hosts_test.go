@@ -116,6 +116,14 @@ func TestThreeHostsConcurrently(t *testing.T) {
 	assert.Len(t, names, 3)
 	assert.Len(t, addrs, 3)
 
+	// The second login user's sudo asks for its password.
+	_, errOut, err := sshRun(ctx, t, hosts[0], k3stest.PasswordUser, "sudo -n true")
+	require.Error(t, err)
+	assert.Contains(t, errOut, "a password is required")
+	_, _, err = sshRun(ctx, t, hosts[0], k3stest.PasswordUser, "echo wrong | sudo -S -p '' true")
+	require.Error(t, err)
+	assert.Equal(t, "0\n", mustSSH(ctx, t, hosts[0], k3stest.PasswordUser, "echo '"+n.Password()+"' | sudo -S -p '' id -u"))
+
 	// The hosts reach each other on the bridge.
 	mustSSH(ctx, t, hosts[0], "root", fmt.Sprintf("exec 3<>/dev/tcp/%s/22 && head -c 4 <&3", hosts[1].Addr()))
 
@@ -131,7 +139,7 @@ func TestThreeHostsConcurrently(t *testing.T) {
 	// Pinning: another host's key is refused.
 	cfg := hosts[0].ClientConfig("root")
 	cfg.HostKeyCallback = ssh.FixedHostKey(hosts[1].HostKey())
-	_, err := hosts[0].Dial(ctx, cfg)
+	_, err = hosts[0].Dial(ctx, cfg)
 	require.ErrorContains(t, err, "host key mismatch")
 	assert.Contains(t, hosts[0].KnownHostsLine(), hosts[0].Addr().String()+" ssh-ed25519 ")
 }

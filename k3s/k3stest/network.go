@@ -39,6 +39,9 @@ const (
 	Prefix = "octk"
 	// DefaultUser is the login user of every host, with passwordless sudo.
 	DefaultUser = "openctl"
+	// PasswordUser is a second login user whose sudo asks for
+	// [Network.Password] (sudo -S reads it from standard input).
+	PasswordUser = "openctl-pw"
 )
 
 // Network is a set of hosts on one bridge: 10.213.N.0/24, the test
@@ -54,7 +57,9 @@ type Network struct {
 	bridge string
 	helper string // the built k3stest-hostd
 	signer ssh.Signer
-	uid    int
+	uid    int    // DefaultUser's uid and gid; PasswordUser's are uid+1
+	pw     string // PasswordUser's password
+	pwHash string // its crypt(3) hash
 
 	mu    sync.Mutex // guards hosts and closed
 	hosts []*Host
@@ -64,6 +69,9 @@ type Network struct {
 // Signer is the private key every host's root and DefaultUser accept
 // (ed25519, generated per network).
 func (n *Network) Signer() ssh.Signer { return n.signer }
+
+// Password is PasswordUser's password (random per network).
+func (n *Network) Password() string { return n.pw }
 
 // Prefix is the network's /24.
 func (n *Network) Prefix() netip.Prefix { return n.prefix }
@@ -92,7 +100,7 @@ func NewNetwork(tb testing.TB) *Network {
 			testenv.Unavailable(tb, "k3stest: %s is missing: install openssh-server and sudo (make test does: apt-get install openssh-server sudo)", tool)
 		}
 	}
-	for _, tool := range []string{"ip", "nsenter", "go"} {
+	for _, tool := range []string{"ip", "nsenter", "go", "openssl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			testenv.Unavailable(tb, "k3stest: %s is not on PATH", tool)
 		}
@@ -182,6 +190,16 @@ func newNetwork(ctx context.Context) (*Network, error) {
 	if n.uid, err = freeUID(); err != nil {
 		return fail(err)
 	}
+	pw := make([]byte, 12)
+	_, _ = rand.Read(pw)
+	n.pw = fmt.Sprintf("%x", pw)
+	cmd := exec.CommandContext(ctx, "openssl", "passwd", "-6", "-stdin")
+	cmd.Stdin = strings.NewReader(n.pw + "\n")
+	hash, err := cmd.Output()
+	if err != nil {
+		return fail(fmt.Errorf("k3stest: hash the sudo password with openssl passwd -6: %w", err))
+	}
+	n.pwHash = strings.TrimSpace(string(hash))
 	return n, nil
 }
 
@@ -426,7 +444,7 @@ func freeUID() (int, error) {
 		}
 	}
 	for id := 2000; id < 60000; id++ {
-		if !used[id] {
+		if !used[id] && !used[id+1] {
 			return id, nil
 		}
 	}
