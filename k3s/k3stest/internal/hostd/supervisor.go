@@ -263,6 +263,9 @@ func (s *supervisor) launch(sv *service, def *serviceDef) {
 }
 
 func descr(def *serviceDef) string {
+	if def == nil {
+		return "unit"
+	}
 	if def.description != "" {
 		return def.description
 	}
@@ -271,7 +274,7 @@ func descr(def *serviceDef) string {
 
 func (s *supervisor) activeLocked(sv *service, def *serviceDef) {
 	sv.state, sv.sub = stActive, "running"
-	if def.typ == "oneshot" {
+	if def != nil && def.typ == "oneshot" {
 		sv.sub = "exited"
 	}
 	sv.logf("Started %s.", descr(def))
@@ -447,6 +450,9 @@ func (s *supervisor) stop(name string) error {
 	def := sv.def
 	if def == nil || s.openrc {
 		def, _ = s.load(sv)
+	}
+	if def == nil { // an OpenRC script removed while its service runs
+		def = &serviceDef{name: sv.name, stopTO: 90 * time.Second, killMode: "control-group"}
 	}
 	sv.logf("Stopping %s...", descr(def))
 	s.signalLocked(sv, syscall.SIGTERM)
@@ -640,12 +646,13 @@ func (s *supervisor) handle(req request, out, errf func(string, ...any), gone ch
 	case "daemon-reload":
 		s.mu.Lock()
 		for _, sv := range s.svcs {
-			sv.def = nil
-			if sv.cmd != nil || sv.state != stInactive {
-				if d, err := loadUnit(sv.name); err == nil {
-					sv.def = d
-				}
-			}
+			d, err := loadUnit(sv.name)
+			switch {
+			case err == nil:
+				sv.def = d
+			case sv.cmd == nil:
+				sv.def = nil
+			} // a running service whose unit went away keeps its definition
 		}
 		s.mu.Unlock()
 		return 0
