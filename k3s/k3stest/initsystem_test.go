@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/openctl/openctl/k3s/k3stest"
 )
@@ -122,6 +123,12 @@ func TestSystemdStandIn(t *testing.T) {
 		assert.Contains(t, logs, " sd notifier[") // short format: host and ident
 	})
 
+	t.Run("start --no-block returns at once", func(t *testing.T) {
+		mustSSH(ctx, t, h, "root", "systemctl start --no-block never")
+		assert.Equal(t, "activating\n", mustSSH(ctx, t, h, "root", "systemctl is-active never || true"))
+		mustSSH(ctx, t, h, "root", "systemctl stop never")
+	})
+
 	t.Run("stop, disable, unknown units", func(t *testing.T) {
 		out, _, err := sshRun(ctx, t, h, "root", "systemctl stop ready; systemctl is-active ready; systemctl disable ready 2>&1; systemctl is-enabled ready")
 		require.Error(t, err)
@@ -130,4 +137,50 @@ func TestSystemdStandIn(t *testing.T) {
 		require.Error(t, err)
 		assert.Equal(t, "Failed to start nosuch.service: Unit nosuch.service not found.\n", errOut)
 	})
+}
+
+const respawnScript = `#!/sbin/openrc-run
+supervisor=supervise-daemon
+command=/bin/sh
+command_args="-c 'echo respawner \\$\\$ up; exec sleep 100000'"
+output_log=/var/log/respawner.log
+error_log=/var/log/respawner.log
+respawn_delay=1
+`
+
+func TestOpenRCStandIn(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t, 60*time.Second)
+	n := k3stest.NewNetwork(t)
+	h := addHosts(ctx, t, n, k3stest.OpenRC, "rc")[0]
+	require.NoError(t, h.WriteFile(ctx, "/etc/init.d/respawner", []byte(respawnScript), 0o755))
+	out := mustSSH(ctx, t, h, k3stest.DefaultUser, "sudo rc-update add respawner default && sudo rc-service respawner start && sudo rc-service respawner status")
+	assert.Equal(t, " * service respawner added to runlevel default\n * Starting respawner ...\n [ ok ]\n * status: started\n", out)
+	pid := func() string {
+		out, _, _ := sshRun(ctx, t, h, "root", "pgrep -x sleep")
+		return strings.TrimSpace(out)
+	}
+	var first string
+	eventually(t, 5*time.Second, "respawner running", func() (bool, string) { first = pid(); return first != "", first })
+	killed := time.Now()
+	mustSSH(ctx, t, h, "root", "kill -9 "+first)
+	eventually(t, 10*time.Second, "supervise-daemon respawns it", func() (bool, string) {
+		p := pid()
+		return p != "" && p != first, p
+	})
+	assert.GreaterOrEqual(t, time.Since(killed), time.Second, "respawn_delay=1")
+	logs := mustSSH(ctx, t, h, "root", "cat /var/log/respawner.log")
+	assert.Equal(t, 2, strings.Count(logs, "up\n"), logs)
+
+	// Enabled services start at power-on; stopped ones say so.
+	require.NoError(t, h.PowerOff(ctx))
+	require.NoError(t, h.PowerOn(ctx))
+	eventually(t, 5*time.Second, "respawner started at boot", func() (bool, string) {
+		out, _, _ := sshRun(ctx, t, h, "root", "rc-service respawner status")
+		return out == " * status: started\n", out
+	})
+	_, _, err := sshRun(ctx, t, h, "root", "rc-service respawner stop && rc-service respawner status")
+	var ee *ssh.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 3, ee.ExitStatus())
 }
