@@ -2,7 +2,7 @@
 GO ?= go
 FUZZTIME ?= 30s
 
-.PHONY: all run test vet fmt-check test-race fuzz-seeds bench fuzz examples cross
+.PHONY: all run test vet fmt-check test-race fuzz-seeds bench fuzz examples cross test-deps
 
 all: test
 
@@ -11,7 +11,17 @@ run:
 	$(GO) run ./cmd/openctl apply --sandbox -f examples/vms.yaml
 
 ## test: everything CI runs — formatting, vet, the race-enabled suite (fuzz seed corpora included), the nested bench module's build
-test: fmt-check vet test-race examples cross
+test: test-deps fmt-check vet test-race examples cross
+
+# test-deps: the K3s test hosts (k3s/k3stest) run Debian's real sshd and sudo.
+# As root, installs openssh-server and sudo when missing (apt-get update first);
+# silent when both are there. Without root it says what the host tests will skip.
+test-deps:
+	@if [ -x /usr/sbin/sshd ] && [ -x /usr/bin/sudo ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+	  echo "test-deps: openssh-server or sudo missing and cannot install them (need root and apt-get): the k3s/k3stest host tests will skip"; exit 0; fi; \
+	echo "test-deps: installing openssh-server and sudo for the K3s test hosts"; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server sudo >/dev/null
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
