@@ -13,6 +13,7 @@ import (
 
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/plugin"
 	"github.com/openctl/openctl/progress"
 	"github.com/openctl/openctl/state"
 	"github.com/openctl/openctl/state/seal"
@@ -59,6 +60,7 @@ type app struct {
 	// parsing, argument checks, unknown commands) are usage errors.
 	started bool
 	log     *slog.Logger
+	plugins []*plugin.Plugin // the exec plugins in use, by addPlugins
 }
 
 // exitError carries an exit code chosen by a command. A nil err means the
@@ -94,6 +96,7 @@ func run(ctx context.Context, opts Options, args []string, stdin io.Reader, stdo
 		fmt.Fprintln(stderr, "openctl: "+err.Error())
 		return exitFailure
 	}
+	a.addPlugins(ctx)
 	root := a.rootCmd()
 	root.InitDefaultCompletionCmd(args...)
 	requireSubcommand(root)
@@ -220,7 +223,7 @@ only environment variables:
 		c.GroupID = "resources"
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{a.stateCmd(), a.configCmd()} {
+	for _, c := range []*cobra.Command{a.stateCmd(), a.configCmd(), a.pluginCmd()} {
 		c.GroupID = "state"
 		root.AddCommand(c)
 	}

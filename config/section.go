@@ -73,9 +73,9 @@ func (s *Section) Path() string { return joinPath("providers", s.name) }
 // IsEmpty reports whether the file has no such section, or an empty one.
 func (s *Section) IsEmpty() bool { return s.node == nil || isNull(s.node) || len(s.node.Content) == 0 }
 
-// Decode decodes the section into v, a pointer to a struct (or to a map
-// with string keys, for a driver that passes its section on as it is, as
-// an exec plugin's does), strictly:
+// Decode decodes the section into v, a pointer to a struct (or to a
+// map[string]*yaml.Node, for a driver that passes its section on as it
+// is, as an exec plugin's does), strictly:
 // fields are matched by their yaml tag; an unknown field (with a
 // suggestion when it is a known one spelt otherwise), a key set twice or
 // a value of the wrong type is an *Error naming the file, line, column
@@ -89,8 +89,8 @@ func (s *Section) IsEmpty() bool { return s.node == nil || isNull(s.node) || len
 // as it is.
 func (s *Section) Decode(v any) error {
 	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct && (rv.Elem().Kind() != reflect.Map || rv.Elem().Type().Key().Kind() != reflect.String) {
-		return &Error{File: s.File(), Field: s.Path(), Msg: fmt.Sprintf("cannot decode into %T: want a pointer to a struct or a map (an openctl bug)", v)}
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct && rv.Elem().Type() != nodeMapType {
+		return &Error{File: s.File(), Field: s.Path(), Msg: fmt.Sprintf("cannot decode into %T: want a pointer to a struct or to a map[string]*yaml.Node (an openctl bug)", v)}
 	}
 	if s.IsEmpty() {
 		return nil
@@ -99,6 +99,9 @@ func (s *Section) Decode(v any) error {
 	d.decode(s.node, rv.Elem(), s.Path())
 	return joinErrors(d.errs)
 }
+
+// nodeMapType is the one map type Decode accepts at the top.
+var nodeMapType = reflect.TypeFor[map[string]*yaml.Node]()
 
 // expand expands a file path as Decode documents.
 func (s *Section) expand(p string) string {

@@ -40,8 +40,8 @@ func TestDiscover(t *testing.T) {
 	require.Equal(t, []string{filepath.Join(home, "plugins"), bin}, dirs)
 	require.NoError(t, os.MkdirAll(filepath.Join(home, "plugins"), 0o755))
 	homeFake := script(t, filepath.Join(home, "plugins"), "fake", echoCaps(capsJSON), "")
-	script(t, bin, "fake", echoCaps(capsJSON), "")                                                 // shadowed
-	script(t, bin, "old", echoCaps(strings.ReplaceAll(capsJSON, `"fake"`, `"old"`)), "")           // fine
+	script(t, bin, "fake", echoCaps(capsJSON), "")                                                       // shadowed
+	script(t, bin, "old", echoCaps(strings.ReplaceAll(capsJSON, `"fake"`, `"old"`)), "")                 // fine
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "openctl-noexec"), []byte("#!/bin/sh\n"), 0o644)) // skipped
 	script(t, bin, "v2", echoCaps(strings.NewReplacer(`"fake"`, `"v2"`, `"1.0"`, `"2.0"`).Replace(capsJSON)), "")
 
@@ -277,4 +277,3 @@ esac`
 		assert.Contains(t, err.Error(), "after 3 rounds")
 	})
 }
-
