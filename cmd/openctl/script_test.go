@@ -203,34 +203,16 @@ func cmdSandboxVMs(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// simulatorVMs lists the names of the simulator's VMs, through its API.
+// simulatorVMs lists the names of the simulator's VMs (not templates),
+// through its API.
 func simulatorVMs(srv *proxmoxtest.Server) ([]string, error) {
-	req, err := http.NewRequest(http.MethodGet, srv.URL()+"/cluster/resources?type=vm", nil)
+	vms, err := simulatorVMList(srv)
 	if err != nil {
 		return nil, err
 	}
-	id, secret := srv.Token()
-	req.Header.Set("Authorization", "PVEAPIToken="+id+"="+secret)
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Data []struct {
-			Name     string `json:"name"`
-			Type     string `json:"type"`
-			Template int    `json:"template"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, r := range body.Data {
-		if r.Type == "qemu" && r.Template == 0 {
-			names = append(names, r.Name)
-		}
+	names := make([]string, 0, len(vms))
+	for _, v := range vms {
+		names = append(names, v.Name)
 	}
 	return names, nil
 }
