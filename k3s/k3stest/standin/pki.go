@@ -151,11 +151,13 @@ func loadOrCreateKey(path string) error {
 	if err != nil {
 		return fmt.Errorf("standin: service-account key: %w", err)
 	}
-	der, err := x509.MarshalPKCS8PrivateKey(key)
+	// SEC 1 ("EC PRIVATE KEY"): the apiserver's --service-account-key-file
+	// reads public keys from it, and it does not accept PKCS #8 there.
+	der, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		return fmt.Errorf("standin: service-account key: %w", err)
 	}
-	return writeFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
+	return writeFile(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600)
 }
 
 // writeFile writes data atomically with mode perm, creating parents.

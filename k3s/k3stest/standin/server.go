@@ -21,6 +21,11 @@ import (
 // node's heartbeat. It returns ctx's error after a clean shutdown.
 func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 	v := cfg.Version
+	// The embedded kube-apiserver sends READY=1 itself as soon as it
+	// listens, before /readyz is ok and before the node is registered;
+	// keep the socket for ourselves, as k3s signals only when all is up.
+	notifySocket := os.Getenv("NOTIFY_SOCKET")
+	os.Unsetenv("NOTIFY_SOCKET")
 	log.Info(fmt.Sprintf("Starting k3s %s (%s)", v.K3s, v.short()))
 	for _, f := range cfg.Ignored {
 		log.Warn("flag not implemented by the k3s stand-in; ignored", "flag", "--"+f)
@@ -123,7 +128,7 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 		return err
 	}
 	log.Info("k3s is up and running")
-	if err := notifyReady(); err != nil {
+	if err := notifyReady(notifySocket); err != nil {
 		log.Warn("systemd notify failed", "err", err)
 	}
 
@@ -222,10 +227,9 @@ func waitReady(ctx context.Context, client kubernetes.Interface, apiDone <-chan 
 
 func osFileMode(perm uint64) os.FileMode { return os.FileMode(perm) & os.ModePerm }
 
-// notifyReady sends READY=1 to systemd (or the test hosts' stand-in) when
-// $NOTIFY_SOCKET is set.
-func notifyReady() error {
-	sock := os.Getenv("NOTIFY_SOCKET")
+// notifyReady sends READY=1 to systemd (or the test hosts' stand-in) on
+// sock, the value of $NOTIFY_SOCKET; nothing when it is empty.
+func notifyReady(sock string) error {
 	if sock == "" {
 		return nil
 	}

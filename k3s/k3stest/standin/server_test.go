@@ -36,7 +36,7 @@ func binary(t *testing.T) string {
 		t.Skip("standin: -short: not building the k3s stand-in (set K3S_STANDIN_BINARY)")
 	}
 	out := filepath.Join(t.TempDir(), "k3s")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/k3s")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./cmd/k3s")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "go build: %s", b)
