@@ -1,0 +1,136 @@
+package standin
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// ServerConfig is what `k3s server` was asked to do. Fields come from flags,
+// then K3S_* variables for flags not given. Not safe for concurrent mutation.
+type ServerConfig struct {
+	ClusterInit     bool
+	DataDir         string   // --data-dir, K3S_DATA_DIR; default /var/lib/rancher/k3s
+	BindAddress     string   // --bind-address; empty: all addresses
+	HTTPSListenPort int      // --https-listen-port; default 6443
+	Token           string   // --token, K3S_TOKEN (or --token-file, K3S_TOKEN_FILE)
+	TLSSANs         []string // --tls-san, repeatable
+	NodeName        string   // --node-name, K3S_NODE_NAME; default hostname
+	NodeIP          string   // --node-ip
+	NodeLabels      []string // --node-label k=v, at registration
+	NodeTaints      []string // --node-taint k=v:Effect, at registration
+	KubeconfigMode  string   // --write-kubeconfig-mode, K3S_KUBECONFIG_MODE; default 0600
+	KubeconfigPath  string   // --write-kubeconfig, K3S_KUBECONFIG_OUTPUT
+	ServiceCIDR     string   // --service-cidr; default 10.43.0.0/16
+	APIServerArgs   []string // --kube-apiserver-arg k=v, appended to the apiserver's flags
+
+	// Stand-in only: etcd's client and peer ports (k3s: 2379, 2380), so
+	// several servers can run on one loopback.
+	EtcdClientPort int
+	EtcdPeerPort   int
+
+	// Ignored records accepted flags the stand-in does not act on yet.
+	Ignored []string
+
+	Version Version // set by Main from the binary's trailer
+}
+
+// ParseServerArgs parses `k3s server` arguments. lookupEnv is os.LookupEnv
+// in the binary. An unknown flag or a bad value is an error.
+func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (ServerConfig, error) {
+	cfg := ServerConfig{}
+	fs := pflag.NewFlagSet("server", pflag.ContinueOnError)
+	fs.SetOutput(discard{})
+	fs.BoolVar(&cfg.ClusterInit, "cluster-init", false, "")
+	fs.StringVarP(&cfg.DataDir, "data-dir", "d", "/var/lib/rancher/k3s", "")
+	fs.StringVar(&cfg.BindAddress, "bind-address", "", "")
+	fs.IntVar(&cfg.HTTPSListenPort, "https-listen-port", 6443, "")
+	fs.StringVarP(&cfg.Token, "token", "t", "", "")
+	tokenFile := fs.String("token-file", "", "")
+	fs.StringArrayVar(&cfg.TLSSANs, "tls-san", nil, "")
+	fs.StringVar(&cfg.NodeName, "node-name", "", "")
+	fs.StringVarP(&cfg.NodeIP, "node-ip", "i", "", "")
+	fs.StringArrayVar(&cfg.NodeLabels, "node-label", nil, "")
+	fs.StringArrayVar(&cfg.NodeTaints, "node-taint", nil, "")
+	fs.StringVar(&cfg.KubeconfigMode, "write-kubeconfig-mode", "", "")
+	fs.StringVarP(&cfg.KubeconfigPath, "write-kubeconfig", "o", "", "")
+	fs.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.43.0.0/16", "")
+	fs.StringArrayVar(&cfg.APIServerArgs, "kube-apiserver-arg", nil, "")
+	fs.IntVar(&cfg.EtcdClientPort, "standin-etcd-client-port", 2379, "")
+	fs.IntVar(&cfg.EtcdPeerPort, "standin-etcd-peer-port", 2380, "")
+	var ignored []string
+	for _, name := range []string{"server", "agent-token", "advertise-address", "node-external-ip",
+		"flannel-iface", "flannel-backend", "cluster-cidr", "cluster-dns", "cluster-domain", "config"} {
+		fs.String(name, "", "")
+	}
+	fs.StringArray("disable", nil, "")
+	fs.StringP("server-url", "s", "", "") // -s is --server in k3s
+	if err := fs.Parse(args); err != nil {
+		return ServerConfig{}, fmt.Errorf("standin: server: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return ServerConfig{}, fmt.Errorf("standin: server: unexpected arguments %q", fs.Args())
+	}
+	fs.Visit(func(f *pflag.Flag) {
+		switch f.Name {
+		case "server", "server-url", "agent-token", "advertise-address", "node-external-ip", "flannel-iface",
+			"flannel-backend", "cluster-cidr", "cluster-dns", "cluster-domain", "config", "disable":
+			ignored = append(ignored, f.Name)
+		}
+	})
+	cfg.Ignored = ignored
+
+	env := func(flag, name string, dst *string) {
+		if fs.Changed(flag) {
+			return
+		}
+		if v, ok := lookupEnv(name); ok && v != "" {
+			*dst = v
+		}
+	}
+	env("data-dir", "K3S_DATA_DIR", &cfg.DataDir)
+	env("token", "K3S_TOKEN", &cfg.Token)
+	env("token-file", "K3S_TOKEN_FILE", tokenFile)
+	env("node-name", "K3S_NODE_NAME", &cfg.NodeName)
+	env("write-kubeconfig-mode", "K3S_KUBECONFIG_MODE", &cfg.KubeconfigMode)
+	env("write-kubeconfig", "K3S_KUBECONFIG_OUTPUT", &cfg.KubeconfigPath)
+	if !fs.Changed("cluster-init") {
+		if v, ok := lookupEnv("K3S_CLUSTER_INIT"); ok && v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return ServerConfig{}, fmt.Errorf("standin: K3S_CLUSTER_INIT: %w", err)
+			}
+			cfg.ClusterInit = b
+		}
+	}
+	if cfg.Token == "" && *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return ServerConfig{}, fmt.Errorf("standin: token file: %w", err)
+		}
+		cfg.Token = strings.TrimSpace(string(b))
+	}
+	if cfg.KubeconfigMode != "" {
+		if _, err := strconv.ParseUint(cfg.KubeconfigMode, 8, 32); err != nil {
+			return ServerConfig{}, fmt.Errorf("standin: --write-kubeconfig-mode %q is not an octal mode", cfg.KubeconfigMode)
+		}
+	}
+	if cfg.KubeconfigPath == "" {
+		cfg.KubeconfigPath = DefaultKubeconfig
+	}
+	if cfg.NodeName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return ServerConfig{}, fmt.Errorf("standin: node name: %w", err)
+		}
+		cfg.NodeName = strings.ToLower(h)
+	}
+	return cfg, nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

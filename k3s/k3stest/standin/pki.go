@@ -1,0 +1,179 @@
+package standin
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// keyPair is a certificate with its key, as files under server/tls.
+type keyPair struct {
+	cert    *x509.Certificate
+	certPEM []byte
+	key     crypto.Signer
+}
+
+// loadOrCreateCA reuses server/tls/<name>.crt and .key, or makes a new
+// self-signed CA named like k3s's (e.g. k3s-server-ca@<unix time>).
+func loadOrCreateCA(dir, name, cn string) (*keyPair, error) {
+	crtPath, keyPath := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	if kp, err := loadKeyPair(crtPath, keyPath); err == nil {
+		return kp, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("standin: ca key: %w", err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(0),
+		Subject:               pkix.Name{CommonName: fmt.Sprintf("%s@%d", cn, now.Unix())},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.AddDate(10, 0, 0),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, fmt.Errorf("standin: ca %s: %w", name, err)
+	}
+	kp, err := newKeyPair(der, key)
+	if err != nil {
+		return nil, err
+	}
+	return kp, kp.write(crtPath, keyPath)
+}
+
+// issue signs a leaf certificate for cn/orgs with the given SANs.
+func (ca *keyPair) issue(cn string, orgs []string, dnsNames []string, ips []net.IP, usage x509.ExtKeyUsage) (*keyPair, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("standin: key for %s: %w", cn, err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return nil, fmt.Errorf("standin: serial: %w", err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: cn, Organization: orgs},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.AddDate(1, 0, 0),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+		DNSNames:     dnsNames,
+		IPAddresses:  ips,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
+	if err != nil {
+		return nil, fmt.Errorf("standin: certificate for %s: %w", cn, err)
+	}
+	return newKeyPair(der, key)
+}
+
+func newKeyPair(der []byte, key crypto.Signer) (*keyPair, error) {
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("standin: parse certificate: %w", err)
+	}
+	return &keyPair{cert: cert, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), key: key}, nil
+}
+
+func (kp *keyPair) keyPEM() ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(kp.key)
+	if err != nil {
+		return nil, fmt.Errorf("standin: marshal key: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+func (kp *keyPair) write(crtPath, keyPath string) error {
+	keyPEM, err := kp.keyPEM()
+	if err != nil {
+		return err
+	}
+	if err := writeFile(keyPath, keyPEM, 0o600); err != nil {
+		return err
+	}
+	return writeFile(crtPath, kp.certPEM, 0o644)
+}
+
+func loadKeyPair(crtPath, keyPath string) (*keyPair, error) {
+	crtPEM, err := os.ReadFile(crtPath)
+	if err != nil {
+		return nil, fmt.Errorf("standin: %w", err)
+	}
+	keyPEM, err := os.ReadFile(keyPath)
+	if err != nil {
+		return nil, fmt.Errorf("standin: %w", err)
+	}
+	cb, _ := pem.Decode(crtPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return nil, fmt.Errorf("standin: %s or %s is not PEM", crtPath, keyPath)
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("standin: %s: %w", crtPath, err)
+	}
+	k, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("standin: %s: %w", keyPath, err)
+	}
+	signer, ok := k.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("standin: %s: key of type %T cannot sign", keyPath, k)
+	}
+	return &keyPair{cert: cert, certPEM: crtPEM, key: signer}, nil
+}
+
+// loadOrCreateKey reuses or makes the service-account signing key.
+func loadOrCreateKey(path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("standin: service-account key: %w", err)
+	}
+	// SEC 1 ("EC PRIVATE KEY"): the apiserver's --service-account-key-file
+	// reads public keys from it, and it does not accept PKCS #8 there.
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return fmt.Errorf("standin: service-account key: %w", err)
+	}
+	return writeFile(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600)
+}
+
+// writeFile writes data atomically with mode perm, creating parents.
+func writeFile(path string, data []byte, perm os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("standin: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, perm); err != nil {
+		return fmt.Errorf("standin: %w", err)
+	}
+	if err := os.Chmod(tmp, perm); err != nil {
+		return fmt.Errorf("standin: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("standin: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,248 @@
+package standin
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// RunServer runs `k3s server --cluster-init` until ctx ends: it writes the
+// k3s files, starts an embedded etcd member and the real kube-apiserver,
+// registers this node, signals READY=1 on $NOTIFY_SOCKET and keeps the
+// node's heartbeat. It returns ctx's error after a clean shutdown.
+func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
+	v := cfg.Version
+	// The embedded kube-apiserver sends READY=1 itself as soon as it
+	// listens, before /readyz is ok and before the node is registered;
+	// keep the socket for ourselves, as k3s signals only when all is up.
+	notifySocket := os.Getenv("NOTIFY_SOCKET")
+	os.Unsetenv("NOTIFY_SOCKET")
+	log.Info(fmt.Sprintf("Starting k3s %s (%s)", v.K3s, v.short()))
+	for _, f := range cfg.Ignored {
+		log.Warn("flag not implemented by the k3s stand-in; ignored", "flag", "--"+f)
+	}
+	serverDir := filepath.Join(cfg.DataDir, "server")
+	tlsDir := filepath.Join(serverDir, "tls")
+	for _, d := range []string{tlsDir, filepath.Join(serverDir, "cred"), filepath.Join(serverDir, "db"), filepath.Join(serverDir, "manifests")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("standin: %w", err)
+		}
+	}
+	nodeIP, err := pickNodeIP(cfg)
+	if err != nil {
+		return err
+	}
+	loopbackHost := "127.0.0.1"
+	if ip := net.ParseIP(cfg.BindAddress); ip != nil && !ip.IsUnspecified() {
+		loopbackHost = cfg.BindAddress
+	}
+	localURL := "https://" + net.JoinHostPort(loopbackHost, strconv.Itoa(cfg.HTTPSListenPort))
+
+	// Certificates.
+	serverCA, err := loadOrCreateCA(tlsDir, "server-ca", "k3s-server-ca")
+	if err != nil {
+		return err
+	}
+	clientCA, err := loadOrCreateCA(tlsDir, "client-ca", "k3s-client-ca")
+	if err != nil {
+		return err
+	}
+	if err := loadOrCreateKey(filepath.Join(tlsDir, "service.key")); err != nil {
+		return err
+	}
+	dns, ips := servingSANs(cfg, nodeIP)
+	serving, err := serverCA.issue("kube-apiserver", nil, dns, ips, x509.ExtKeyUsageServerAuth)
+	if err != nil {
+		return err
+	}
+	if err := serving.write(filepath.Join(tlsDir, "serving-kube-apiserver.crt"), filepath.Join(tlsDir, "serving-kube-apiserver.key")); err != nil {
+		return err
+	}
+	admin, err := clientCA.issue("system:admin", []string{"system:masters"}, nil, nil, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return err
+	}
+	if err := admin.write(filepath.Join(tlsDir, "client-admin.crt"), filepath.Join(tlsDir, "client-admin.key")); err != nil {
+		return err
+	}
+
+	// Tokens and kubeconfigs.
+	password, err := serverPassword(cfg.Token, filepath.Join(serverDir, "cred", "passwd"))
+	if err != nil {
+		return err
+	}
+	if err := writeTokens(serverDir, serverCA.certPEM, password); err != nil {
+		return err
+	}
+	adminKubeconfig := filepath.Join(serverDir, "cred", "admin.kubeconfig")
+	if err := writeKubeconfig(adminKubeconfig, localURL, serverCA.certPEM, admin, "0600"); err != nil {
+		return err
+	}
+	if err := writeKubeconfig(cfg.KubeconfigPath, localURL, serverCA.certPEM, admin, cfg.KubeconfigMode); err != nil {
+		return err
+	}
+	log.Info("Wrote kubeconfig " + cfg.KubeconfigPath)
+
+	// etcd.
+	etcd, err := startEtcd(ctx, cfg, serverDir, nodeIP, log)
+	if err != nil {
+		return err
+	}
+	defer etcd.Close()
+	log.Info("ETCD server is now running")
+
+	// kube-apiserver.
+	apiCtx, stopAPI := context.WithCancel(ctx)
+	defer stopAPI()
+	apiDone := make(chan error, 1)
+	args := apiServerArgs(cfg, tlsDir, nodeIP)
+	log.Info("Running kube-apiserver " + fmt.Sprint(args))
+	go func() { apiDone <- runAPIServer(apiCtx, args) }()
+
+	restCfg, err := clientcmd.BuildConfigFromFlags("", adminKubeconfig)
+	if err != nil {
+		return fmt.Errorf("standin: admin kubeconfig: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("standin: client: %w", err)
+	}
+	if err := waitReady(ctx, client, apiDone, etcd.Err()); err != nil {
+		return err
+	}
+	log.Info("Kube API server is now running")
+	if err := ensureDefaultServiceAccounts(ctx, client, apiDone); err != nil {
+		return err
+	}
+	n := &nodeAgent{client: client, cfg: cfg, nodeIP: nodeIP, log: log}
+	if err := n.register(ctx); err != nil {
+		return err
+	}
+	log.Info("k3s is up and running")
+	if err := notifyReady(notifySocket); err != nil {
+		log.Warn("systemd notify failed", "err", err)
+	}
+
+	heartbeat := time.NewTicker(10 * time.Second)
+	defer heartbeat.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("Shutting down k3s")
+			stopAPI()
+			select {
+			case <-apiDone:
+			case <-time.After(30 * time.Second):
+				log.Warn("kube-apiserver did not stop within 30s")
+			}
+			return ctx.Err()
+		case err := <-apiDone:
+			return fmt.Errorf("standin: kube-apiserver exited: %w", err)
+		case err := <-etcd.Err():
+			return fmt.Errorf("standin: etcd: %w", err)
+		case <-heartbeat.C:
+			if err := n.heartbeat(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("node heartbeat failed", "err", err)
+			}
+		}
+	}
+}
+
+// pickNodeIP returns --node-ip, else the bind address, else the first
+// non-loopback IPv4 address, else 127.0.0.1.
+func pickNodeIP(cfg ServerConfig) (net.IP, error) {
+	for _, s := range []string{cfg.NodeIP, cfg.BindAddress} {
+		if s == "" {
+			continue
+		}
+		ip := net.ParseIP(s)
+		if ip == nil {
+			return nil, fmt.Errorf("standin: %q is not an IP address", s)
+		}
+		if !ip.IsUnspecified() {
+			return ip, nil
+		}
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() {
+				return ipn.IP.To4(), nil
+			}
+		}
+	}
+	return net.IPv4(127, 0, 0, 1).To4(), nil
+}
+
+// servingSANs: localhost, the kubernetes service names and first IP, the
+// node's name and address, and every --tls-san.
+func servingSANs(cfg ServerConfig, nodeIP net.IP) ([]string, []net.IP) {
+	dns := []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", cfg.NodeName}
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, nodeIP}
+	if _, svc, err := net.ParseCIDR(cfg.ServiceCIDR); err == nil {
+		first := make(net.IP, len(svc.IP))
+		copy(first, svc.IP)
+		first[len(first)-1]++
+		ips = append(ips, first)
+	}
+	for _, san := range cfg.TLSSANs {
+		if ip := net.ParseIP(san); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			dns = append(dns, san)
+		}
+	}
+	return dns, ips
+}
+
+// waitReady polls /readyz with backoff until it answers ok.
+func waitReady(ctx context.Context, client kubernetes.Interface, apiDone <-chan error, etcdErr <-chan error) error {
+	delay := 100 * time.Millisecond
+	for {
+		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err == nil && string(body) == "ok" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-apiDone:
+			return fmt.Errorf("standin: kube-apiserver exited before ready: %w", err)
+		case err := <-etcdErr:
+			return fmt.Errorf("standin: etcd: %w", err)
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, time.Second)
+	}
+}
+
+func osFileMode(perm uint64) os.FileMode { return os.FileMode(perm) & os.ModePerm }
+
+// notifyReady sends READY=1 to systemd (or the test hosts' stand-in) on
+// sock, the value of $NOTIFY_SOCKET; nothing when it is empty.
+func notifyReady(sock string) error {
+	if sock == "" {
+		return nil
+	}
+	if sock[0] == '@' {
+		sock = "\x00" + sock[1:]
+	}
+	conn, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		return fmt.Errorf("standin: notify: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("READY=1")); err != nil {
+		return fmt.Errorf("standin: notify: %w", err)
+	}
+	return nil
+}

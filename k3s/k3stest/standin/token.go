@@ -1,0 +1,90 @@
+package standin
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/csv"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// FormatToken returns k3s's full token: K10<sha256 of the CA PEM>::<user>:<password>.
+func FormatToken(caPEM []byte, user, password string) string {
+	sum := sha256.Sum256(caPEM)
+	return "K10" + hex.EncodeToString(sum[:]) + "::" + user + ":" + password
+}
+
+// serverPassword picks the server password as k3s does: the --token value
+// (its password part, if it is a full token), else the server entry of
+// server/cred/passwd, else a random 16-byte hex string.
+func serverPassword(token, passwdPath string) (string, error) {
+	if token != "" {
+		if _, rest, ok := strings.Cut(token, "::"); ok && strings.HasPrefix(token, "K10") {
+			_, pw, ok := strings.Cut(rest, ":")
+			if !ok {
+				return "", fmt.Errorf("standin: token is not of the form K10<hash>::<user>:<password>")
+			}
+			return pw, nil
+		}
+		return token, nil
+	}
+	if pw, err := passwdEntry(passwdPath, "server"); err == nil {
+		return pw, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("standin: token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// passwdEntry returns user's password from k3s's passwd file
+// (lines password,user,uid,groups); os.ErrNotExist if absent.
+func passwdEntry(path, user string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("standin: passwd: %w", err)
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	r.FieldsPerRecord = -1
+	records, err := r.ReadAll()
+	if err != nil {
+		return "", fmt.Errorf("standin: passwd %s: %w", path, err)
+	}
+	for _, rec := range records {
+		if len(rec) >= 2 && rec[1] == user {
+			return rec[0], nil
+		}
+	}
+	return "", fmt.Errorf("standin: passwd %s: no user %s: %w", path, user, os.ErrNotExist)
+}
+
+// writeTokens writes server/cred/passwd, server/token (0600), and the
+// node-token and agent-token links to it.
+func writeTokens(serverDir string, caPEM []byte, password string) error {
+	passwd := fmt.Sprintf("%s,server,server,k3s:server\n%s,node,node,k3s:agent\n", password, password)
+	if err := writeFile(filepath.Join(serverDir, "cred", "passwd"), []byte(passwd), 0o600); err != nil {
+		return err
+	}
+	token := FormatToken(caPEM, "server", password) + "\n"
+	if err := writeFile(filepath.Join(serverDir, "token"), []byte(token), 0o600); err != nil {
+		return err
+	}
+	for _, link := range []string{"node-token", "agent-token"} {
+		p := filepath.Join(serverDir, link)
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("standin: %w", err)
+		}
+		if err := os.Symlink(filepath.Join(serverDir, "token"), p); err != nil {
+			return fmt.Errorf("standin: %w", err)
+		}
+	}
+	return nil
+}
