@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
+	"maps"
 	"strings"
 
 	"github.com/openctl/openctl/config"
@@ -126,8 +126,8 @@ func (Driver) DecodeConfig(sec *config.Section) (registry.DriverConfig, error) {
 	if err := sec.Decode(fc); err != nil {
 		return nil, err
 	}
-	names := slices.Sorted(mapsKeys(fc.ByName))
-	creds := slices.Sorted(mapsKeys(fc.Credentials))
+	names := sortedKeys(fc.ByName)
+	creds := sortedKeys(fc.Credentials)
 	var errs []error
 	for _, name := range names {
 		x := fc.ByName[name]
@@ -152,7 +152,7 @@ func (Driver) DecodeConfig(sec *config.Section) (registry.DriverConfig, error) {
 func (c *fileConfig) Contexts() []registry.ContextInfo {
 	cur := c.current()
 	var out []registry.ContextInfo
-	for _, name := range slices.Sorted(mapsKeys(c.ByName)) {
+	for _, name := range sortedKeys(c.ByName) {
 		x := c.ByName[name]
 		out = append(out, registry.ContextInfo{Name: name, Current: name == cur, Columns: []string{x.Endpoint, orNoneS(x.Node), orNoneS(x.Credentials)}})
 	}
@@ -173,7 +173,7 @@ func (c *fileConfig) current() string {
 // WithContext makes name the default context.
 func (c *fileConfig) WithContext(name string) (registry.DriverConfig, error) {
 	if c.ByName[name] == nil {
-		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("proxmox: no Proxmox context %q (contexts: %s)", name, orNone(slices.Sorted(mapsKeys(c.ByName)))))
+		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("proxmox: no Proxmox context %q (contexts: %s)", name, orNone(sortedKeys(c.ByName))))
 	}
 	out := c.clone()
 	out.DefaultContext = name
@@ -183,8 +183,8 @@ func (c *fileConfig) WithContext(name string) (registry.DriverConfig, error) {
 // clone copies c deeply enough that changing its maps leaves c alone.
 func (c *fileConfig) clone() *fileConfig {
 	out := *c
-	out.ByName = maps(c.ByName)
-	out.Credentials = maps(c.Credentials)
+	out.ByName = maps.Clone(c.ByName)
+	out.Credentials = maps.Clone(c.Credentials)
 	return &out
 }
 
@@ -320,27 +320,6 @@ func joinInvalid(errs []error) error {
 		return errs[0]
 	}
 	return errors.Join(errs...)
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
-func maps[V any](m map[string]*V) map[string]*V {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]*V, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func orNone(names []string) string {

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,7 +88,7 @@ func (Driver) DecodeConfig(sec *config.Section) (registry.DriverConfig, error) {
 	if err := sec.Decode(c); err != nil {
 		return nil, err
 	}
-	for _, name := range slices.Sorted(keys(c.ByName)) {
+	for _, name := range slices.Sorted(maps.Keys(c.ByName)) {
 		if c.ByName[name].Root == "" {
 			return nil, sec.Errorf(config.JoinPath("contexts", name)+".root", "required: the directory the files are kept in")
 		}
@@ -101,7 +102,7 @@ func (Driver) DecodeConfig(sec *config.Section) (registry.DriverConfig, error) {
 // Contexts lists the contexts with their root directory.
 func (c *Config) Contexts() []registry.ContextInfo {
 	var out []registry.ContextInfo
-	for _, name := range slices.Sorted(keys(c.ByName)) {
+	for _, name := range slices.Sorted(maps.Keys(c.ByName)) {
 		out = append(out, registry.ContextInfo{Name: name, Current: name == c.current(), Columns: []string{c.ByName[name].Root}})
 	}
 	return out
@@ -119,7 +120,7 @@ func (c *Config) current() string {
 // WithContext makes name the default context.
 func (c *Config) WithContext(name string) (registry.DriverConfig, error) {
 	if c.ByName[name] == nil {
-		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("files: no context %q (contexts: %s)", name, strings.Join(slices.Sorted(keys(c.ByName)), ", ")))
+		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("files: no context %q (contexts: %s)", name, strings.Join(slices.Sorted(maps.Keys(c.ByName)), ", ")))
 	}
 	out := *c
 	out.DefaultContext = name
@@ -322,14 +323,4 @@ func (p *Provider) Do(ctx context.Context, req registry.ActionRequest) (*registr
 		return nil, errcode.Wrap(errcode.Internal, "files: cat", err)
 	}
 	return &registry.ActionResult{Resource: r}, nil
-}
-
-func keys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
