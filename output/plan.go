@@ -23,6 +23,25 @@ type PlanOptions struct {
 	Names func(manifest.ID) string
 }
 
+// name renders id for a plan, printable: o.Names, or NameOf.
+func (o PlanOptions) name(id manifest.ID) string {
+	if o.Names == nil {
+		return sanitize(NameOf(id))
+	}
+	return sanitize(o.Names(id))
+}
+
+// waveNumbers numbers the waves of p from 1, by resource.
+func waveNumbers(p *openctl.Plan) map[manifest.ID]int {
+	wave := map[manifest.ID]int{}
+	for i, w := range p.Waves {
+		for _, id := range w {
+			wave[id] = i + 1
+		}
+	}
+	return wave
+}
+
 // PrintPlan writes p the way Terraform shows a plan; it is [WritePlan]
 // with only the colour option set.
 func PrintPlan(w io.Writer, p *openctl.Plan, color bool) error {
@@ -60,11 +79,7 @@ func WritePlan(w io.Writer, p *openctl.Plan, o PlanOptions) error {
 	if p == nil {
 		return errcode.New(errcode.Invalid, "output: plan is nil")
 	}
-	names := o.Names
-	if names == nil {
-		names = NameOf
-	}
-	name := func(id manifest.ID) string { return sanitize(names(id)) }
+	name := o.name
 	paint := func(color, s string) string {
 		if !o.Color {
 			return s

@@ -119,12 +119,9 @@ func NewPlanReport(p *openctl.Plan) (*PlanReport, error) {
 		Waves:      make([][]manifest.ID, len(p.Waves)),
 		Resources:  make([]PlanResource, 0, len(p.Changes)),
 	}
-	wave := map[manifest.ID]int{}
+	wave := waveNumbers(p)
 	for i, w := range p.Waves {
 		r.Waves[i] = append([]manifest.ID{}, w...)
-		for _, id := range w {
-			wave[id] = i + 1
-		}
 	}
 	for _, c := range p.Changes {
 		switch c.Action {

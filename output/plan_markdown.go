@@ -11,7 +11,6 @@ import (
 
 	"github.com/openctl/openctl"
 	"github.com/openctl/openctl/errcode"
-	"github.com/openctl/openctl/manifest"
 )
 
 // PlanSummaryLine returns the one-line summary of p that ends a text plan:
@@ -53,17 +52,8 @@ func WritePlanMarkdown(w io.Writer, p *openctl.Plan, o PlanOptions) error {
 	if p == nil {
 		return errcode.New(errcode.Invalid, "output: plan is nil")
 	}
-	names := o.Names
-	if names == nil {
-		names = NameOf
-	}
-	name := func(id manifest.ID) string { return sanitize(names(id)) }
-	wave := map[manifest.ID]int{}
-	for i, w := range p.Waves {
-		for _, id := range w {
-			wave[id] = i + 1
-		}
-	}
+	name := o.name
+	wave := waveNumbers(p)
 
 	var b bytes.Buffer
 	b.WriteString("### openctl plan\n\n")
