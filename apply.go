@@ -79,6 +79,14 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 	ctx = registry.WithStepReporter(ctx, func(step string) {
 		e.emit(Event{Type: EventStep, ID: id, Op: "apply", Step: step})
 	})
+	// A composite's children are what its Plan says; any other provider
+	// may apply children of its own (an exec plugin dispatching), which
+	// its record then lists.
+	var kids *childLog
+	if !n.kind.Composite {
+		kids = newChildLog(e, id)
+		ctx = registry.WithChildRecorder(ctx, kids)
+	}
 
 	var resolved *manifest.Resource
 	if _, err := e.retry(ctx, id, "apply", func(ctx context.Context) error {
@@ -92,6 +100,9 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 	}
 	if err != nil {
 		rec = nil
+	}
+	if kids != nil && rec != nil {
+		n.children = rec.Children
 	}
 	if resolved, err = restoreSecrets(n, resolved, rec); err != nil {
 		return fail(err)
@@ -135,6 +146,9 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 		return e.safe("apply", id, func() (err error) { out, err = n.prov.Apply(ctx, resolved); return err })
 	})
 	p.attempts = attempts
+	if kids != nil {
+		n.children = kids.children(n.children)
+	}
 	if err != nil {
 		return fail(err)
 	}

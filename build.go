@@ -42,6 +42,9 @@ func (n *node) op() string {
 type set struct {
 	nodes map[string]*node
 	g     *graph.Graph[string]
+	// owned maps each owner to the records that name it as their owner,
+	// loaded from the store by the first delete that needs it.
+	owned map[manifest.ID][]manifest.ID
 }
 
 func newSet() *set { return &set{nodes: map[string]*node{}, g: graph.New[string]()} }

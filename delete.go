@@ -11,6 +11,7 @@ import (
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/refs"
 	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/state"
 )
 
 // Delete deletes resources and forgets them in state.
@@ -126,6 +127,18 @@ func (e *Engine) addForDelete(ctx context.Context, s *set, id manifest.ID, owner
 	if depth >= e.maxDepth {
 		return errcode.New(errcode.Invalid, fmt.Sprintf("openctl: delete %s: composites nested deeper than %d", id.Short(), e.maxDepth))
 	}
+	// Records owned by id go with it even when its own record does not
+	// list them: an apply killed after a provider made a child (an exec
+	// plugin's dispatch) and before it recorded the owner.
+	owned, err := e.ownedBy(ctx, s, id)
+	if err != nil {
+		return wrapf(err, "delete %s", id.Short())
+	}
+	for _, c := range owned {
+		if !slices.Contains(n.children, c) {
+			n.children = append(n.children, c)
+		}
+	}
 	for _, c := range n.children {
 		if err := e.addForDelete(ctx, s, c, &n.id, depth+1, requested); err != nil {
 			return err
@@ -134,11 +147,29 @@ func (e *Engine) addForDelete(ctx context.Context, s *set, id manifest.ID, owner
 	return nil
 }
 
+// ownedBy returns the recorded resources whose owner is id.
+func (e *Engine) ownedBy(ctx context.Context, s *set, id manifest.ID) ([]manifest.ID, error) {
+	if s.owned == nil {
+		recs, err := e.store.List(ctx, state.Filter{})
+		if err != nil {
+			return nil, &StateError{Op: "list", Err: err}
+		}
+		s.owned = map[manifest.ID][]manifest.ID{}
+		for _, r := range recs {
+			if r.Owner != nil {
+				s.owned[*r.Owner] = append(s.owned[*r.Owner], r.ID())
+			}
+		}
+	}
+	return s.owned[id], nil
+}
+
 func (e *Engine) deleteOne(ctx context.Context, n *node, p *progress) error {
 	id := n.id
 	ctx = registry.WithStepReporter(ctx, func(step string) {
 		e.emit(Event{Type: EventStep, ID: id, Op: "delete", Step: step})
 	})
+	ctx = registry.WithChildRecorder(ctx, newChildLog(e, id))
 	// A resource that is already gone is reported as unchanged, not as
 	// deleted: nothing was deleted.
 	outcome := OutcomeDeleted

@@ -35,7 +35,7 @@ import (
 // missing or unusable one.
 type StateError struct {
 	Op  string
-	ID  manifest.ID // the resource, for "read" and "record"; zero otherwise
+	ID  manifest.ID // the resource, for "read", "record" and "forget"; zero otherwise
 	Err error
 }
 
@@ -53,6 +53,8 @@ func (e *StateError) Error() string {
 		what = "reading the record of " + e.ID.Short() + " from the state"
 	case "forget":
 		what = "forgetting " + e.ID.Short() + " in the state (it was deleted)"
+	case "list":
+		what = "listing the records in the state"
 	default:
 		what = e.Op + " " + e.ID.Short() + " in the state"
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/openctl/openctl"
 	"github.com/openctl/openctl/config"
 	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/plugin"
 	"github.com/openctl/openctl/registry"
 	"github.com/openctl/openctl/state"
 )
@@ -36,6 +37,7 @@ type sessionOptions struct {
 // that need it.
 type session struct {
 	engine *openctl.Engine
+	reg    *registry.Registry
 	store  state.Store
 	cfg    *config.Config // nil in the sandbox
 
@@ -80,6 +82,7 @@ func (a *app) open(ctx context.Context, o sessionOptions) (s *session, err error
 		}
 	}()
 	reg := &registry.Registry{}
+	s.reg = reg
 	concurrency := config.DefaultConcurrency
 	if o.sandbox {
 		for _, d := range a.opts.Drivers {
@@ -101,6 +104,10 @@ func (a *app) open(ctx context.Context, o sessionOptions) (s *session, err error
 				return s, err
 			}
 			for _, d := range a.opts.Drivers {
+				if pd, ok := d.(plugin.Driver); ok && cfg.Plugins.Timeout > 0 {
+					pd.Options.Timeout = cfg.Plugins.Timeout
+					d = pd
+				}
 				if err := reg.RegisterDriver(d, func() (registry.Provider, error) { return a.openProvider(ctx, s, cfg, sel, d) }); err != nil {
 					return s, err
 				}
@@ -145,7 +152,7 @@ func (a *app) openSandbox(ctx context.Context, s *session, d registry.Driver) (r
 	}
 	s.onClose(box.Close)
 	a.note("openctl: --sandbox: running against %s with in-memory state; nothing is kept after this command", box.Description)
-	p, err := d.Open(ctx, box.Config, registry.OpenOptions{Logger: a.log})
+	p, err := d.Open(ctx, box.Config, registry.OpenOptions{Logger: a.log, Registry: s.reg})
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +184,7 @@ func (a *app) openProvider(ctx context.Context, s *session, cfg *config.Config, 
 	if err != nil {
 		return nil, err
 	}
-	p, err := d.Open(ctx, dc, registry.OpenOptions{Logger: a.log})
+	p, err := d.Open(ctx, dc, registry.OpenOptions{Logger: a.log, Registry: s.reg})
 	if err != nil {
 		return nil, err
 	}

@@ -85,7 +85,7 @@ func (a *app) validationRegistry(ctx context.Context) (reg *registry.Registry, u
 				unchecked.add(info.Name)
 				return unvalidated{info}, nil
 			}
-			return d.Open(ctx, dc, registry.OpenOptions{Logger: a.log})
+			return d.Open(ctx, dc, registry.OpenOptions{Logger: a.log, Registry: reg})
 		}); err != nil {
 			return nil, nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -29,6 +30,8 @@ type Config struct {
 	State State
 	// Apply tunes apply and delete runs.
 	Apply Apply
+	// Plugins tunes how exec plugins are run.
+	Plugins Plugins
 
 	// meta is what Load learnt besides the values; see meta.
 	meta meta
@@ -79,6 +82,13 @@ type Apply struct {
 	// Concurrency is how many resources are worked on at once; 0 means
 	// DefaultConcurrency.
 	Concurrency int `yaml:"concurrency,omitempty"`
+}
+
+// Plugins tunes how exec plugins (openctl-<name> executables) are run.
+type Plugins struct {
+	// Timeout bounds one call of a plugin (a Go duration: "30s", "10m");
+	// 0 means the plugin package's default.
+	Timeout time.Duration `yaml:"timeout,omitempty"`
 }
 
 // Concurrency returns Apply.Concurrency, or DefaultConcurrency if that is

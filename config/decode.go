@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -29,6 +30,8 @@ var (
 	secretType = reflect.TypeFor[secret.Secret]()
 	// nodeType fields keep their YAML as it is, for a later decoder.
 	nodeType = reflect.TypeFor[*yaml.Node]()
+	// durationType fields are written as Go durations: "30s", "10m".
+	durationType = reflect.TypeFor[time.Duration]()
 )
 
 func (d *decoder) fail(n *yaml.Node, field, format string, args ...any) {
@@ -61,6 +64,19 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.Set(reflect.ValueOf(secret.New(n.Value)))
+		return
+	}
+	if v.Type() == durationType {
+		dur, err := time.ParseDuration(n.Value)
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" || err != nil {
+			got := describe(n)
+			if n.Kind == yaml.ScalarNode {
+				got = quote(n.Value) // not a secret: a duration field
+			}
+			d.fail(n, path, "want a duration like 30s or 10m, got %s", got)
+			return
+		}
+		v.SetInt(int64(dur))
 		return
 	}
 	switch v.Kind() {

@@ -25,6 +25,8 @@
 //	  dsn: file:~/.openctl/state   # or postgres://user@db:5432/openctl
 //	apply:
 //	  concurrency: 8               # default 4
+//	plugins:
+//	  timeout: 10m                 # one call of an exec plugin; default 5m
 //
 // Every provider section follows that layout (the seed's): a default
 // context, contexts by name, credentials by name that contexts name, and
@@ -56,7 +58,8 @@
 // # The environment
 //
 // CI runners configure openctl without a file: OPENCTL_STATE_DSN names
-// the state store, OPENCTL_APPLY_CONCURRENCY the concurrency, and
+// the state store, OPENCTL_APPLY_CONCURRENCY the concurrency,
+// OPENCTL_PLUGIN_TIMEOUT the exec plugins' call timeout, and
 // OPENCTL_HOME moves the configuration file and the state directory;
 // each provider reads its own OPENCTL_<NAME>_* variables through its
 // driver (registry.EnvConfigurer). LoadEnv takes the environment as a

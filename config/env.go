@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/openctl/openctl/secret"
 )
@@ -13,12 +14,14 @@ import (
 const (
 	EnvStateDSN         = "OPENCTL_STATE_DSN"
 	EnvApplyConcurrency = "OPENCTL_APPLY_CONCURRENCY"
+	EnvPluginTimeout    = "OPENCTL_PLUGIN_TIMEOUT"
 )
 
 // overlay records what applyEnv changed.
 type overlay struct {
 	stateDSN    bool // OPENCTL_STATE_DSN was applied
 	concurrency bool // OPENCTL_APPLY_CONCURRENCY was applied
+	timeout     bool // OPENCTL_PLUGIN_TIMEOUT was applied
 }
 
 // applyEnv applies the environment overlay (see LoadEnv).
@@ -40,7 +43,19 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		ov.concurrency = true
 		c.Apply.Concurrency = n
 	}
-	if ov.stateDSN || ov.concurrency {
+	if v := getenv(EnvPluginTimeout); v != "" {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d <= 0 {
+			shown := v
+			if len(shown) > 20 {
+				shown = shown[:20] + "..."
+			}
+			return &Error{Msg: fmt.Sprintf("%s: want a positive duration like 30s or 10m, got %q", EnvPluginTimeout, shown)}
+		}
+		ov.timeout = true
+		c.Plugins.Timeout = d
+	}
+	if ov.stateDSN || ov.concurrency || ov.timeout {
 		c.meta.env = ov
 	}
 	return nil

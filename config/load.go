@@ -80,6 +80,8 @@ func Load(path string) (*Config, []Warning, error) { return LoadEnv(path, os.Get
 //   - OPENCTL_STATE_DSN sets State.DSN.
 //   - OPENCTL_APPLY_CONCURRENCY sets Apply.Concurrency (a positive
 //     integer).
+//   - OPENCTL_PLUGIN_TIMEOUT sets Plugins.Timeout (a positive Go
+//     duration).
 //   - OPENCTL_HOME moves the default configuration file and the default
 //     state directory.
 //
@@ -153,6 +155,7 @@ type fileConfig struct {
 	Providers map[string]*yaml.Node `yaml:"providers"`
 	State     fileState             `yaml:"state"`
 	Apply     Apply                 `yaml:"apply"`
+	Plugins   Plugins               `yaml:"plugins"`
 }
 
 // fileState is the state section, with the layout before DSNs (backend,
@@ -210,6 +213,7 @@ func (c *Config) decode(file string, data []byte) ([]Warning, error) {
 	}
 	c.meta.sections = fc.Providers
 	c.Apply = fc.Apply
+	c.Plugins = fc.Plugins
 	c.State.DSN = fc.State.DSN
 	var warnings []Warning
 	if fc.State.Backend != "" || fc.State.Dir != "" {
@@ -237,6 +241,9 @@ func (c *Config) decode(file string, data []byte) ([]Warning, error) {
 			return nil, err
 		}
 		warnings = append(warnings, Warning(file+": state.backend and state.dir are the old layout: write the store as one DSN, state.dsn: file:DIR or postgres://..."))
+	}
+	if t := c.Plugins.Timeout; t < 0 {
+		return nil, c.errAt(file, "plugins.timeout", fmt.Sprintf("must not be negative, got %s (0 means the default)", t))
 	}
 	if n := c.Apply.Concurrency; n < 0 {
 		return nil, c.errAt(file, "apply.concurrency", fmt.Sprintf("must not be negative, got %d (0 means the default, %d)", n, DefaultConcurrency))

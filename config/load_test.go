@@ -135,7 +135,7 @@ func TestLoadErrors(t *testing.T) {
 		field   string
 		msg     string // part of the message
 	}{
-		{"unknown top-level", "provider:\n  files: {}\n", 1, 1, "provider", "unknown field (known: providers, state, apply)"},
+		{"unknown top-level", "provider:\n  files: {}\n", 1, 1, "provider", "unknown field (known: providers, state, apply, plugins)"},
 		{"case suggestion", "apply:\n  Concurrency: 2\n", 2, 3, "apply.Concurrency", `unknown field (did you mean "concurrency"?) (known: concurrency)`},
 		{"unknown state field", "state:\n  dns: file:/x\n", 2, 3, "state.dns", "unknown field (known: dsn, backend, dir)"},
 		{"int", "apply:\n  concurrency: eight\n", 2, 16, "apply.concurrency", "want an integer, got a string"},
@@ -143,7 +143,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bool for int", "apply:\n  concurrency: true\n", 2, 16, "apply.concurrency", "want an integer, got a boolean"},
 		{"too large", "apply:\n  concurrency: 99999999999999999999999\n", 2, 16, "apply.concurrency", "want an integer, got a number"},
 		{"scalar for struct", "state: file\n", 1, 8, "state", "want a map with the fields dsn, backend, dir, got a string"},
-		{"list for the file", "- 1\n- 2\n", 1, 1, "", "want a map with the fields providers, state, apply, got a list"},
+		{"list for the file", "- 1\n- 2\n", 1, 1, "", "want a map with the fields providers, state, apply, plugins, got a list"},
 		{"list for providers", "providers:\n  - files\n", 2, 3, "providers", "want a map of names, got a list"},
 		{"provider not a map", "providers:\n  files: [a]\n", 2, 10, "providers.files", "want a map"},
 		{"map for string", "state:\n  dsn: {url: x}\n", 2, 8, "state.dsn", "want a string, got a map"},

@@ -34,6 +34,10 @@ type Options struct {
 	Dispatcher Dispatcher
 	// MaxRounds bounds the dispatch rounds of one call (default 16).
 	MaxRounds int
+	// DispatchConcurrency bounds how many requests of one dispatch round
+	// run at once (default 8); results go back to the plugin in the
+	// order it asked.
+	DispatchConcurrency int
 }
 
 func (o Options) withDefaults() Options {
@@ -51,6 +55,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxRounds <= 0 {
 		o.MaxRounds = 16
+	}
+	if o.DispatchConcurrency <= 0 {
+		o.DispatchConcurrency = 8
 	}
 	return o
 }

@@ -49,11 +49,22 @@
 // # Dispatch
 //
 // A response with dispatchRequests is answered by running each request
-// through Options.Dispatcher (RegistryDispatcher applies it through a
-// registry and polls its waitFor condition with backoff), then calling
-// the plugin again with the results and the continuation token, at most
-// Options.MaxRounds times. A failed dispatch is reported to the plugin
-// as a result with status "error" and the error's code. The resources
-// dispatched are not recorded in the engine's state yet, and stateUpdate
-// is decoded but not acted on.
+// through Options.Dispatcher — up to Options.DispatchConcurrency at once,
+// each manifest labelled as owned by the resource the plugin is applying
+// — and then calling the plugin again with the results, in the order it
+// asked, and the continuation token, at most Options.MaxRounds times. A
+// failed dispatch is reported to the plugin as a result with status
+// "error" and the error's code.
+//
+// RegistryDispatcher applies (or deletes) each request through a
+// registry, resolving its $refs, polls its waitFor condition with
+// backoff, and reports every resource it applied or deleted to the
+// registry.ChildRecorder the context carries — the engine installs one
+// for every Apply and Delete — so that it is recorded in the state as a
+// child of the plugin's resource as soon as it exists. A stateUpdate
+// "save" lists its children there too (Dispatcher.Resolve turns their
+// provider, kind and name into identities), and its state is the
+// resource when the response carries none; the engine deletes recorded
+// children before their owner. A stateUpdate about another provider or
+// resource, or a "delete" answering an apply, is a protocol error.
 package plugin

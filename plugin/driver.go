@@ -44,7 +44,9 @@ func (d Driver) DecodeConfig(sec *config.Section) (registry.DriverConfig, error)
 	return NewConfig(values, d.Plugin.Capabilities.SecretConfigFields...), nil
 }
 
-// Open returns the plugin's *Provider. It runs nothing.
+// Open returns the plugin's *Provider. It runs nothing. Unless
+// Options.Dispatcher is set, the plugin dispatches through
+// OpenOptions.Registry (a RegistryDispatcher), when there is one.
 func (d Driver) Open(_ context.Context, cfg registry.DriverConfig, opts registry.OpenOptions) (registry.Provider, error) {
 	c, _ := cfg.(*Config)
 	if c == nil && cfg != nil {
@@ -53,6 +55,9 @@ func (d Driver) Open(_ context.Context, cfg registry.DriverConfig, opts registry
 	o := d.Options
 	if opts.Logger != nil {
 		o.Logger = opts.Logger
+	}
+	if o.Dispatcher == nil && opts.Registry != nil {
+		o.Dispatcher = RegistryDispatcher{Registry: opts.Registry}
 	}
 	return New(d.Plugin, c, o), nil
 }

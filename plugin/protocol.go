@@ -152,12 +152,40 @@ type DispatchResult struct {
 	Error    *ErrorBody         `json:"error,omitempty"`
 }
 
-// StateUpdate asks openctl to record or forget a resource's state.
+// The operations of a StateUpdate.
+const (
+	StateSave   = "save"
+	StateDelete = "delete"
+)
+
+// StateUpdate asks openctl to record (operation "save") or forget
+// ("delete") the state of the resource the request is about.
 type StateUpdate struct {
-	Operation string         `json:"operation"`
-	Provider  string         `json:"provider"`
-	Name      string         `json:"name"`
-	State     map[string]any `json:"state,omitempty"`
+	Operation string `json:"operation"`
+	Provider  string `json:"provider,omitempty"`
+	Name      string `json:"name,omitempty"`
+	State     *State `json:"state,omitempty"`
+}
+
+// State is the resource a StateUpdate saves: what openctl records for it
+// when the response carries no resource, and its children.
+type State struct {
+	APIVersion string             `json:"apiVersion,omitempty"`
+	Kind       string             `json:"kind,omitempty"`
+	Metadata   *manifest.Metadata `json:"metadata,omitempty"`
+	Spec       map[string]any     `json:"spec,omitempty"`
+	Status     map[string]any     `json:"status,omitempty"`
+	// Children are resources of other providers the plugin made for
+	// this one; deleting it deletes them first.
+	Children []ChildRef `json:"children,omitempty"`
+}
+
+// ChildRef names a child resource by provider, kind and name, as the
+// protocol does.
+type ChildRef struct {
+	Provider string `json:"provider"`
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
 }
 
 // ErrProtocol is matched (errors.Is) by every error about a plugin's
@@ -198,6 +226,18 @@ func DecodeResponse(data []byte) (*Response, error) {
 		}
 	default:
 		return nil, fmt.Errorf("%w: status %q, want \"success\" or \"error\"", ErrProtocol, r.Status)
+	}
+	if u := r.StateUpdate; u != nil {
+		if u.Operation != StateSave && u.Operation != StateDelete {
+			return nil, fmt.Errorf("%w: stateUpdate operation %q, want \"save\" or \"delete\"", ErrProtocol, u.Operation)
+		}
+		if u.State != nil {
+			for i, c := range u.State.Children {
+				if c.Provider == "" || c.Kind == "" || c.Name == "" {
+					return nil, fmt.Errorf("%w: stateUpdate child %d lacks a provider, kind or name", ErrProtocol, i)
+				}
+			}
+		}
 	}
 	return &r, nil
 }
@@ -241,6 +281,11 @@ func DecodeCapabilities(data []byte) (*Capabilities, error) {
 		}
 		if s.Kind != "" && !seen[s.Kind] {
 			return nil, fmt.Errorf("%w: subcommand %s: unknown kind %q", ErrProtocol, s.Name, s.Kind)
+		}
+		for _, f := range s.Flags {
+			if f.Name == "" || !slices.Contains([]string{"string", "int", "bool", "duration"}, f.Type) {
+				return nil, fmt.Errorf("%w: subcommand %s: flag %q of type %q (want string, int, bool or duration)", ErrProtocol, s.Name, f.Name, f.Type)
+			}
 		}
 	}
 	return &c, nil

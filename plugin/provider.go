@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
@@ -98,9 +100,12 @@ func (p *Provider) Apply(ctx context.Context, r *manifest.Resource) (*manifest.R
 		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("plugin %s: kind %s cannot be applied (actions: %s)", p.Name(), r.Kind, strings.Join(caps.Actions, ", ")))
 	}
 	m := r.DeepCopy()
-	resp, err := p.dispatchLoop(ctx, &Request{Action: action, ResourceType: r.Kind, ResourceName: r.Metadata.Name, Manifest: m})
+	resp, saved, err := p.dispatchLoop(ctx, r.ID(), &Request{Action: action, ResourceType: r.Kind, ResourceName: r.Metadata.Name, Manifest: m})
 	if err != nil {
 		return nil, err
+	}
+	if resp.Resource == nil && saved != nil {
+		resp.Resource = saved
 	}
 	return p.resource(resp, r.ID())
 }
@@ -114,7 +119,7 @@ func (p *Provider) Delete(ctx context.Context, id manifest.ID) error {
 	if !caps.Supports(ActionDelete) {
 		return errcode.New(errcode.Invalid, fmt.Sprintf("plugin %s: kind %s cannot be deleted", p.Name(), id.Kind))
 	}
-	_, err = p.dispatchLoop(ctx, &Request{Action: ActionDelete, ResourceType: id.Kind, ResourceName: id.Name})
+	_, _, err = p.dispatchLoop(ctx, id, &Request{Action: ActionDelete, ResourceType: id.Kind, ResourceName: id.Name})
 	if errors.Is(err, errcode.NotFound) {
 		return nil
 	}
@@ -160,6 +165,8 @@ func actionsOf(c *Capabilities) []registry.ActionSpec {
 				a.Type = registry.ArgInt
 			case "bool":
 				a.Type = registry.ArgBool
+			case "duration":
+				a.Type = registry.ArgDuration
 			}
 			if f.Default != "" {
 				a.Default = f.Default
@@ -178,12 +185,14 @@ func (p *Provider) Do(ctx context.Context, req registry.ActionRequest) (*registr
 		if s.Name != req.Action {
 			continue
 		}
+		// JSON types: strings, numbers, booleans; a duration as Go
+		// writes it ("1m30s").
 		args := map[string]any{}
 		for k, v := range req.Args {
-			args[k] = fmt.Sprint(v)
-			if _, ok := v.(string); !ok {
-				args[k] = v
+			if d, ok := v.(time.Duration); ok {
+				v = d.String()
 			}
+			args[k] = v
 		}
 		resp, err := p.call(ctx, &Request{Action: s.Action, ResourceType: req.ID.Kind, ResourceName: req.ID.Name, Args: args})
 		if err != nil {
@@ -221,35 +230,40 @@ func (p *Provider) resource(resp *Response, id manifest.ID) (*manifest.Resource,
 	return r, nil
 }
 
-// dispatchLoop runs req and, while the plugin answers with dispatch
-// requests, runs them through the dispatcher and calls the plugin again
-// with their results and the continuation token.
-func (p *Provider) dispatchLoop(ctx context.Context, req *Request) (*Response, error) {
+// dispatchLoop runs req, about the resource id, and, while the plugin
+// answers with dispatch requests, runs them through the dispatcher and
+// calls the plugin again with their results and the continuation token.
+// It returns the last response and the resource the last stateUpdate
+// saved (nil when none did); the children stateUpdates name are listed
+// with the ChildRecorder ctx carries.
+func (p *Provider) dispatchLoop(ctx context.Context, id manifest.ID, req *Request) (*Response, *manifest.Resource, error) {
+	var saved *manifest.Resource
 	for round := 0; ; round++ {
 		resp, err := p.call(ctx, req)
-		if err != nil || len(resp.DispatchRequests) == 0 {
-			return resp, err
+		if err != nil {
+			return nil, nil, err
+		}
+		if resp.StateUpdate != nil {
+			s, err := p.stateUpdate(ctx, id, req.Action, resp.StateUpdate)
+			if err != nil {
+				return nil, nil, err
+			}
+			if s != nil {
+				saved = s
+			}
+		}
+		if len(resp.DispatchRequests) == 0 {
+			return resp, saved, nil
 		}
 		if p.opts.Dispatcher == nil {
-			return nil, errcode.New(errcode.Invalid, fmt.Sprintf("plugin %s: asks to dispatch %d resources, and no dispatcher is configured", p.Name(), len(resp.DispatchRequests)))
+			return nil, nil, errcode.New(errcode.Invalid, fmt.Sprintf("plugin %s: asks to dispatch %d resources, and no dispatcher is configured", p.Name(), len(resp.DispatchRequests)))
 		}
 		if round+1 >= p.opts.MaxRounds {
-			return nil, errcode.New(errcode.Internal, fmt.Sprintf("plugin %s: still dispatching after %d rounds", p.Name(), p.opts.MaxRounds))
+			return nil, nil, errcode.New(errcode.Internal, fmt.Sprintf("plugin %s: still dispatching after %d rounds", p.Name(), p.opts.MaxRounds))
 		}
-		results := make([]DispatchResult, 0, len(resp.DispatchRequests))
-		for _, dr := range resp.DispatchRequests {
-			res := DispatchResult{ID: dr.ID, Status: "success"}
-			r, err := p.opts.Dispatcher.Dispatch(ctx, dr)
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if err != nil {
-				res.Status = "error"
-				res.Error = &ErrorBody{Code: string(errcode.Of(err)), Message: err.Error()}
-			} else {
-				res.Resource = r
-			}
-			results = append(results, res)
+		results := p.dispatch(ctx, id, resp.DispatchRequests)
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
 		}
 		next := *req
 		next.DispatchResults = results
@@ -259,6 +273,78 @@ func (p *Provider) dispatchLoop(ctx context.Context, req *Request) (*Response, e
 		}
 		req = &next
 	}
+}
+
+// dispatch runs the requests of one round, at most
+// Options.DispatchConcurrency at a time, their manifests labelled as
+// owned by id, and returns their results in their order.
+func (p *Provider) dispatch(ctx context.Context, id manifest.ID, reqs []DispatchRequest) []DispatchResult {
+	results := make([]DispatchResult, len(reqs))
+	sem := make(chan struct{}, p.opts.DispatchConcurrency)
+	var wg sync.WaitGroup
+	for i, dr := range reqs {
+		if dr.Manifest != nil {
+			dr.Manifest = dr.Manifest.DeepCopy()
+			dr.Manifest.SetOwner(id)
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			res := DispatchResult{ID: dr.ID, Status: "success"}
+			r, err := p.opts.Dispatcher.Dispatch(ctx, dr)
+			if err != nil {
+				res.Status = "error"
+				res.Error = &ErrorBody{Code: string(errcode.Of(err)), Message: err.Error()}
+			} else {
+				res.Resource = r
+			}
+			results[i] = res
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// stateUpdate checks a stateUpdate about id made while running action,
+// lists the children it names with ctx's ChildRecorder and returns the
+// resource it saves (nil for a delete or a save without a state).
+func (p *Provider) stateUpdate(ctx context.Context, id manifest.ID, action string, u *StateUpdate) (*manifest.Resource, error) {
+	bad := func(format string, args ...any) error {
+		return p.protocolError(fmt.Errorf("%w: stateUpdate: "+format, append([]any{ErrProtocol}, args...)...), nil)
+	}
+	switch {
+	case u.Provider != "" && u.Provider != p.Name():
+		return nil, bad("provider %q is not this plugin", u.Provider)
+	case u.Name != "" && u.Name != id.Name:
+		return nil, bad("name %q, but the request is about %q", u.Name, id.Name)
+	case u.Operation == StateDelete && action != ActionDelete:
+		return nil, bad("operation delete answering %s", action)
+	case u.Operation == StateSave && action == ActionDelete:
+		return nil, bad("operation save answering delete")
+	case u.State == nil:
+		return nil, nil
+	case u.State.Kind != "" && u.State.Kind != id.Kind, u.State.APIVersion != "" && u.State.APIVersion != id.APIVersion:
+		return nil, bad("state is a %s %s, but the request is about a %s %s", u.State.APIVersion, u.State.Kind, id.APIVersion, id.Kind)
+	}
+	if rec := registry.ChildRecorderOf(ctx); rec != nil && len(u.State.Children) > 0 {
+		if p.opts.Dispatcher == nil {
+			return nil, errcode.New(errcode.Invalid, fmt.Sprintf("plugin %s: its stateUpdate names children, and no dispatcher is configured to resolve them", p.Name()))
+		}
+		for _, c := range u.State.Children {
+			cid, err := p.opts.Dispatcher.Resolve(c)
+			if err != nil {
+				return nil, err
+			}
+			if err := rec.ChildListed(ctx, cid); err != nil {
+				return nil, err
+			}
+		}
+	}
+	r := &manifest.Resource{APIVersion: id.APIVersion, Kind: id.Kind, Metadata: manifest.Metadata{Name: id.Name}, Spec: u.State.Spec, Status: u.State.Status}
+	if m := u.State.Metadata; m != nil {
+		r.Metadata.Labels = m.Labels
+	}
+	return r, nil
 }
 
 // call runs the plugin with req and decodes its response; an error

@@ -97,6 +97,10 @@ type ContextInfo struct {
 type OpenOptions struct {
 	// Logger receives the provider's log; nil discards it.
 	Logger *slog.Logger
+	// Registry is the registry the provider is opened for. A provider
+	// that applies other providers' resources on its own (an exec plugin
+	// dispatching) does so through it; nil: it cannot.
+	Registry *Registry
 }
 
 // EnvConfigurer is implemented by drivers that read a context from

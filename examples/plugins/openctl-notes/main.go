@@ -19,11 +19,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
+	"github.com/openctl/openctl/examples/plugins/internal/jsonfile"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/plugin"
 )
@@ -39,6 +38,15 @@ func main() {
 				Kind:    "Note",
 				Plural:  "notes",
 				Actions: []string{plugin.ActionGet, plugin.ActionList, plugin.ActionApply, plugin.ActionDelete},
+			}},
+			// openctl notes append note NAME --text T [--times N] [--upper]
+			Subcommands: []plugin.Subcommand{{
+				Name: "append", Short: "Append text to a note", Action: "append",
+				Flags: []plugin.FlagSpec{
+					{Name: "text", Type: "string", Required: true, Help: "the text to append"},
+					{Name: "times", Type: "int", Default: "1", Help: "how many times"},
+					{Name: "upper", Type: "bool", Help: "upper-case it"},
+				},
 			}},
 		})
 		return
@@ -88,10 +96,10 @@ func handle(in io.Reader) *plugin.Response {
 	if req.Action != plugin.ActionList && !nameRe.MatchString(name) {
 		return fail(invalid, "bad name %q", name)
 	}
-	path := filepath.Join(dir, name+".json")
+	path := jsonfile.Path(dir, name)
 	switch req.Action {
 	case plugin.ActionGet:
-		r, err := read(path)
+		r, err := jsonfile.Read(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			return fail(notFound, "note %s not found", name)
 		}
@@ -100,18 +108,9 @@ func handle(in io.Reader) *plugin.Response {
 		}
 		return &plugin.Response{Status: "success", Resource: r}
 	case plugin.ActionList:
-		files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+		out, err := jsonfile.List(dir)
 		if err != nil {
 			return fail(internal, "%v", err)
-		}
-		sort.Strings(files)
-		out := []*manifest.Resource{}
-		for _, f := range files {
-			r, err := read(f)
-			if err != nil {
-				return fail(internal, "%v", err)
-			}
-			out = append(out, r)
 		}
 		return &plugin.Response{Status: "success", Resources: out}
 	case plugin.ActionApply:
@@ -121,10 +120,34 @@ func handle(in io.Reader) *plugin.Response {
 		r := &manifest.Resource{APIVersion: apiVersion, Kind: "Note", Metadata: req.Manifest.Metadata, Spec: req.Manifest.Spec}
 		text, _ := r.Spec["text"].(string)
 		r.Status = map[string]any{"state": "written", "length": len(text)}
-		if err := save(dir, path, r); err != nil {
+		if err := jsonfile.Save(dir, path, r); err != nil {
 			return fail(internal, "%v", err)
 		}
 		return &plugin.Response{Status: "success", Resource: r, Message: "note " + name + " written"}
+	case "append":
+		r, err := jsonfile.Read(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return fail(notFound, "note %s not found", name)
+		}
+		if err != nil {
+			return fail(internal, "%v", err)
+		}
+		more, _ := req.Args["text"].(string)
+		times, _ := req.Args["times"].(float64) // a JSON number
+		if upper, _ := req.Args["upper"].(bool); upper {
+			more = strings.ToUpper(more)
+		}
+		if times < 0 || times > 100 {
+			return fail(invalid, "--times must be from 0 to 100")
+		}
+		text, _ := r.Spec["text"].(string)
+		text += strings.Repeat(more, int(times))
+		r.Spec["text"] = text
+		r.Status = map[string]any{"state": "written", "length": len(text)}
+		if err := jsonfile.Save(dir, path, r); err != nil {
+			return fail(internal, "%v", err)
+		}
+		return &plugin.Response{Status: "success", Resource: r, Message: fmt.Sprintf("note %s is %d bytes long", name, len(text))}
 	case plugin.ActionDelete:
 		err := os.Remove(path)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -136,41 +159,4 @@ func handle(in io.Reader) *plugin.Response {
 		return &plugin.Response{Status: "success", Message: "note " + name + " deleted"}
 	}
 	return fail(invalid, "unknown action %q", req.Action)
-}
-
-func read(path string) (*manifest.Resource, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var r manifest.Resource
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &r, nil
-}
-
-// save writes r to path atomically.
-func save(dir, path string, r *manifest.Resource) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	data, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".tmp-"+strings.TrimSuffix(filepath.Base(path), ".json")+"-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
