@@ -59,9 +59,16 @@ func (d RegistryDispatcher) Dispatch(ctx context.Context, req DispatchRequest) (
 	if req.Provider != "" && req.Provider != name {
 		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("plugin: dispatch %s: provider %q, but %s is served by %s", req.ID, req.Provider, id.APIVersion, name))
 	}
-	p, _, err := d.Registry.Lookup(id)
+	p, kind, err := d.Registry.Lookup(id)
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case kind.ReadOnly:
+		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("plugin: dispatch %s: kind %s is read-only", req.ID, id.Kind))
+	case kind.Composite:
+		// Its children come from its Plan, which only the engine runs.
+		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("plugin: dispatch %s: kind %s is a composite; it cannot be dispatched, only applied by openctl itself", req.ID, id.Kind))
 	}
 	rec := registry.ChildRecorderOf(ctx)
 	switch req.Action {

@@ -16,6 +16,7 @@ import (
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/plugin"
 	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/registry/providertest"
 )
 
 // recorder is a registry.ChildRecorder that remembers what it is told.
@@ -188,5 +189,24 @@ esac`
 			_, gerr := notesProv.Get(t.Context(), manifest.ID{APIVersion: "notes.openctl.io/v1", Kind: "Note", Name: "n3"})
 			assert.ErrorIs(t, gerr, errcode.NotFound)
 		})
+	}
+}
+
+// composite serves a composite kind, which only the engine can apply.
+type composite struct{ *providertest.Fake }
+
+func (composite) Kinds() []registry.Kind {
+	return []registry.Kind{{Kind: "Group", Composite: true}, {Kind: "Node", ReadOnly: true}}
+}
+
+func TestDispatchRefusesCompositeAndReadOnly(t *testing.T) {
+	reg := &registry.Registry{}
+	require.NoError(t, reg.Register(composite{providertest.NewFake("comp", "Group", "Node")}))
+	d := plugin.RegistryDispatcher{Registry: reg}
+	for kind, want := range map[string]string{"Group": "is a composite", "Node": "is read-only"} {
+		_, err := d.Dispatch(t.Context(), plugin.DispatchRequest{ID: "x", Action: plugin.ActionApply,
+			Manifest: &manifest.Resource{APIVersion: "comp.openctl.io/v1", Kind: kind, Metadata: manifest.Metadata{Name: "g"}}})
+		require.ErrorIs(t, err, errcode.Invalid)
+		assert.Contains(t, err.Error(), want)
 	}
 }
