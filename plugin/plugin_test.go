@@ -122,7 +122,6 @@ func TestCallFailureModes(t *testing.T) {
 		{name: "no resource", body: `echo '{"status":"success"}'`, code: errcode.Internal, is: plugin.ErrProtocol, wants: []string{"no resource"}},
 		{name: "too large", body: `cat >/dev/null; yes '{"status":"success"}' | head -c 100000`, opts: plugin.Options{MaxResponse: 4096}, code: errcode.Internal, is: plugin.ErrTooLarge, wants: []string{"more than 4096 bytes"}},
 		{name: "timeout", body: "exec sleep 30", opts: plugin.Options{Timeout: 200 * time.Millisecond}, code: errcode.Internal, is: context.DeadlineExceeded, wants: []string{"no answer within 200ms"}},
-		{name: "timeout kills the group", body: "sleep 30 & sleep 30; wait", opts: plugin.Options{Timeout: 200 * time.Millisecond}, code: errcode.Internal, is: context.DeadlineExceeded},
 		{name: "not found", body: `echo '{"status":"error","error":{"code":"NOT_FOUND","message":"no thing a","details":"looked everywhere"}}'`, code: errcode.NotFound, wants: []string{"plugin fake: NOT_FOUND: no thing a (looked everywhere)"}},
 		{name: "already exists", body: `echo '{"status":"error","error":{"code":"ALREADY_EXISTS","message":"m"}}'`, code: errcode.AlreadyExists},
 		{name: "invalid", body: `echo '{"status":"error","error":{"code":"INVALID_REQUEST","message":"m"}}'`, code: errcode.Invalid},
@@ -163,6 +162,20 @@ func TestCallFailureModes(t *testing.T) {
 		assert.Equal(t, thing, r.ID(), "identity filled in")
 		assert.Equal(t, true, r.Status["ok"])
 		assert.Contains(t, log.String(), "starting up...")
+	})
+	t.Run("timeout kills the process group", func(t *testing.T) {
+		pidFile := filepath.Join(t.TempDir(), "pid")
+		p := fake(t, "sleep 30 & echo $! >"+pidFile+"; wait", plugin.Options{Timeout: 300 * time.Millisecond}, nil)
+		_, err := p.Get(t.Context(), thing)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		data, err := os.ReadFile(pidFile)
+		require.NoError(t, err)
+		stat := "/proc/" + strings.TrimSpace(string(data)) + "/stat"
+		require.Eventually(t, func() bool {
+			b, err := os.ReadFile(stat)
+			// Gone, or a zombie nobody has reaped yet: not running.
+			return err != nil || strings.Contains(string(b), ") Z ")
+		}, 5*time.Second, 20*time.Millisecond, "the plugin's background child is killed with it")
 	})
 	t.Run("cancelled", func(t *testing.T) {
 		p := fake(t, "exec sleep 30", plugin.Options{}, nil)
