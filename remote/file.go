@@ -1,0 +1,58 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"github.com/openctl/openctl/errcode"
+)
+
+// WriteFile writes what r holds to path on the host, atomically (a
+// temporary file in the same directory, renamed over path), with mode,
+// creating the directory (0755) when needed. The content goes over the
+// session's standard input, never on a command line.
+func (h *Host) WriteFile(ctx context.Context, path string, mode fs.FileMode, r io.Reader) error {
+	script := fmt.Sprintf(`set -e
+umask 077
+p=%s
+mkdir -p "$(dirname "$p")"
+t=$(mktemp "$p.openctl-XXXXXX")
+trap 'rm -f "$t"' EXIT
+cat >"$t"
+chmod %04o "$t"
+mv -f "$t" "$p"
+trap - EXIT`, Quote(path), mode.Perm())
+	_, err := h.Run(ctx, Command{Step: "write " + path, Script: script, Stdin: r})
+	return err
+}
+
+// ReadFile returns the contents of path on the host; a missing file is
+// an error matching errcode.NotFound.
+func (h *Host) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	res, err := h.Run(ctx, Command{Step: "read " + path, Script: fmt.Sprintf(`p=%s; if [ -e "$p" ]; then exec cat -- "$p"; fi; echo "no such file: $p" >&2; exit 3`, Quote(path))})
+	if ee, ok := err.(*ExitError); ok && ee.Status == 3 {
+		return nil, errcode.New(errcode.NotFound, fmt.Sprintf("remote: %s: %s does not exist", h.Addr(), path))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res.Stdout, nil
+}
+
+// SHA256 returns the hex SHA-256 of path on the host, or "" when the file
+// does not exist: what an idempotent install compares before uploading.
+func (h *Host) SHA256(ctx context.Context, path string) (string, error) {
+	res, err := h.Run(ctx, Command{Step: "checksum " + path, Script: fmt.Sprintf(`p=%s; [ -e "$p" ] || exit 0; sha256sum -- "$p"`, Quote(path))})
+	if err != nil {
+		return "", err
+	}
+	sum, _, _ := strings.Cut(string(bytes.TrimSpace(res.Stdout)), " ")
+	if sum != "" && len(sum) != 64 {
+		return "", errcode.New(errcode.Internal, fmt.Sprintf("remote: %s: sha256sum %s printed %q", h.Addr(), path, sum))
+	}
+	return sum, nil
+}
