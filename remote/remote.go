@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,7 +29,8 @@ type Target struct {
 	// User logs in (default root). Commands run through "sudo -n" when
 	// it is not root.
 	User string
-	// PrivateKeyPath is a private key file in OpenSSH or PEM form. A
+	// PrivateKeyPath is a private key file in OpenSSH or PEM form ("~/"
+	// is the home directory). A
 	// passphrase-protected key is used through the SSH agent instead
 	// (ssh-add it there). Empty: the agent's keys only.
 	PrivateKeyPath string
@@ -229,7 +231,15 @@ func (p *Pool) auth(t Target) ([]ssh.AuthMethod, func(), error) {
 	var signers []ssh.Signer
 	closeAgent := func() {}
 	if t.PrivateKeyPath != "" {
-		data, err := os.ReadFile(t.PrivateKeyPath)
+		path := t.PrivateKeyPath
+		if rest, ok := strings.CutPrefix(path, "~/"); ok {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return nil, nil, errcode.Wrap(errcode.Invalid, "remote: private key "+path, err)
+			}
+			path = filepath.Join(home, rest)
+		}
+		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, nil, errcode.Wrap(errcode.Invalid, "remote: private key", err)
 		}
