@@ -1,11 +1,9 @@
 package proxmox
 
 import (
-	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
-	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -199,100 +197,12 @@ func ferr(path, format string, args ...any) error {
 // decodeStrict decodes a manifest map into v, refusing unknown fields and
 // wrong types with the field path.
 func decodeStrict(m map[string]any, v any) error {
-	if err := unknownField("spec", m, reflect.TypeOf(v).Elem()); err != nil {
-		return err
+	err := manifest.DecodeSpec(m, v)
+	var me *manifest.Error
+	if errors.As(err, &me) {
+		return ferr(me.Field, "%s", me.Msg)
 	}
-	data, err := json.Marshal(m)
-	if err != nil {
-		return ferr("spec", "%v", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(v); err != nil {
-		if te, ok := err.(*json.UnmarshalTypeError); ok {
-			return ferr("spec."+te.Field, "must be %s, not %s", kindName(te.Type), te.Value)
-		}
-		return ferr("spec", "%v", err)
-	}
-	return nil
-}
-
-func kindName(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Int, reflect.Int64:
-		return "an integer"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.String:
-		return "a string"
-	case reflect.Slice:
-		return "a list"
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	case reflect.Pointer:
-		return kindName(t.Elem())
-	}
-	return t.String()
-}
-
-// unknownField reports the first key of v (depth-first, keys sorted) that
-// type t does not have.
-func unknownField(path string, v any, t reflect.Type) error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil // a type error, reported by the decoder
-		}
-		fields := map[string]reflect.Type{}
-		for i := range t.NumField() {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			fields[name] = f.Type
-		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			ft, ok := fields[k]
-			if !ok {
-				known := make([]string, 0, len(fields))
-				for n := range fields {
-					known = append(known, n)
-				}
-				slices.Sort(known)
-				return ferr(path+"."+k, "unknown field (known: %s)", strings.Join(known, ", "))
-			}
-			if err := unknownField(path+"."+k, m[k], ft); err != nil {
-				return err
-			}
-		}
-	case reflect.Slice:
-		l, ok := v.([]any)
-		if !ok {
-			return nil
-		}
-		for i, e := range l {
-			if err := unknownField(fmt.Sprintf("%s[%d]", path, i), e, t.Elem()); err != nil {
-				return err
-			}
-		}
-	case reflect.Map:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		for k, e := range m {
-			if err := unknownField(path+"."+k, e, t.Elem()); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return err
 }
 
 func nodePath(i int) string {
