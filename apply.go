@@ -90,7 +90,7 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 
 	var resolved *manifest.Resource
 	if _, err := e.retry(ctx, id, "apply", func(ctx context.Context) error {
-		return e.safe("resolve", id, func() (err error) { resolved, err = refs.Resolve(ctx, e.reg, n.res); return err })
+		return e.safe("resolve", id, func() (err error) { resolved, err = refs.Resolve(ctx, getter{e}, n.res); return err })
 	}); err != nil {
 		return fail(err)
 	}
@@ -197,8 +197,12 @@ func (e *Engine) drifted(ctx context.Context, n *node, resolved, live *manifest.
 
 // get reads n's live resource for op, retrying transient errors.
 func (e *Engine) get(ctx context.Context, n *node, op string) (*manifest.Resource, error) {
+	ctx, err := e.withPrior(ctx, n.id)
+	if err != nil {
+		return nil, err
+	}
 	var live *manifest.Resource
-	_, err := e.retry(ctx, n.id, op, func(ctx context.Context) error {
+	_, err = e.retry(ctx, n.id, op, func(ctx context.Context) error {
 		return e.safe("get", n.id, func() (err error) { live, err = n.prov.Get(ctx, n.id); return err })
 	})
 	return live, err

@@ -290,7 +290,7 @@ func (e *Engine) stillOwned(ctx context.Context, child, owner manifest.ID) (bool
 	if !errcode.Is(err, errcode.NotFound) {
 		return false, err
 	}
-	live, err := e.reg.Get(ctx, child)
+	live, err := getter{e}.Get(ctx, child)
 	if errcode.Is(err, errcode.NotFound) {
 		return false, nil
 	}

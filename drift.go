@@ -110,7 +110,7 @@ func (e *Engine) driftOne(ctx context.Context, rec *state.Record) (*Change, erro
 		return nil, err
 	}
 	var resolved *manifest.Resource
-	if err := e.safe("resolve", id, func() (err error) { resolved, err = refs.Resolve(ctx, e.reg, res); return err }); err != nil {
+	if err := e.safe("resolve", id, func() (err error) { resolved, err = refs.Resolve(ctx, getter{e}, res); return err }); err != nil {
 		return nil, err
 	}
 	if rs, err := refs.Collect(res); err == nil {

@@ -268,7 +268,7 @@ func (e *Engine) planChange(ctx context.Context, n *node, plan *Plan, c Change, 
 	}
 
 	var resolved *manifest.Resource
-	if err := e.safe("resolve", n.id, func() (err error) { resolved, err = refs.Resolve(ctx, e.reg, n.res); return err }); err != nil {
+	if err := e.safe("resolve", n.id, func() (err error) { resolved, err = refs.Resolve(ctx, getter{e}, n.res); return err }); err != nil {
 		return c, err
 	}
 	if resolved, err = restoreSecrets(n, resolved, rec); err != nil {

@@ -355,7 +355,7 @@ func recorded(rec *state.Record) *manifest.Resource {
 func (e *Engine) live(ctx context.Context, id manifest.ID) (*manifest.Resource, error) {
 	var out *manifest.Resource
 	_, err := e.retry(ctx, id, "", func(ctx context.Context) error {
-		return e.safeTop("get", id, func() (err error) { out, err = e.reg.Get(ctx, id); return err })
+		return e.safeTop("get", id, func() (err error) { out, err = getter{e}.Get(ctx, id); return err })
 	})
 	return out, err
 }

@@ -1,0 +1,80 @@
+package openctl_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/openctl/openctl"
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/registry/providertest"
+	"github.com/openctl/openctl/state"
+)
+
+// located serves Spot, a resource its Get finds only through its prior
+// state: status.where, as the engine last recorded it.
+type located struct {
+	*providertest.Fake
+	gets, withPrior int
+}
+
+func (l *located) Kinds() []registry.Kind {
+	return []registry.Kind{{Kind: "Spot", Plural: "spots", ReadsPrior: true}, {Kind: "Thing", Plural: "things"}}
+}
+
+func (l *located) Get(ctx context.Context, id manifest.ID) (*manifest.Resource, error) {
+	if id.Kind != "Spot" {
+		return l.Fake.Get(ctx, id)
+	}
+	l.gets++
+	prior := registry.Prior(ctx)
+	if prior == nil {
+		return nil, errcode.New(errcode.NotFound, "spot: where is "+id.Name+"?")
+	}
+	l.withPrior++
+	where, _ := prior.Status["where"].(string)
+	live, err := l.Fake.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if live.Status["where"] != where {
+		return nil, errcode.New(errcode.NotFound, "spot: not at "+where)
+	}
+	return live, nil
+}
+
+func TestPriorForKindsThatReadIt(t *testing.T) {
+	ctx := t.Context()
+	l := &located{Fake: providertest.NewFake("spot", "Spot", "Thing")}
+	l.StatusFunc = func(r *manifest.Resource) map[string]any { return map[string]any{"where": "at-" + r.Metadata.Name} }
+	st := state.NewMemory()
+	e := newEngine(t, l, openctl.WithStore(st))
+	spot := &manifest.Resource{APIVersion: "spot.openctl.io/v1", Kind: "Spot", Metadata: manifest.Metadata{Name: "s"}, Spec: map[string]any{}}
+	user := &manifest.Resource{APIVersion: "spot.openctl.io/v1", Kind: "Thing", Metadata: manifest.Metadata{Name: "u"},
+		Spec: map[string]any{"at": map[string]any{"$ref": map[string]any{"apiVersion": "spot.openctl.io/v1", "kind": "Spot", "name": "s", "field": "status.where"}}}}
+
+	_, err := e.Apply(ctx, spot, user)
+	require.NoError(t, err)
+	got, err := l.Fake.Get(ctx, user.ID())
+	require.NoError(t, err)
+	assert.Equal(t, "at-s", got.Spec["at"], "the $ref resolved through a Get that had the prior")
+
+	rep, err := e.Apply(ctx, spot, user)
+	require.NoError(t, err)
+	for _, r := range rep.Results {
+		assert.Equal(t, openctl.OutcomeUnchanged, r.Outcome, r.ID.Short())
+	}
+	f, err := e.Get(ctx, spot.ID())
+	require.NoError(t, err)
+	assert.Equal(t, "at-s", f.Resource.Status["where"])
+	assert.Equal(t, l.gets, l.withPrior, "every Get of the kind got its prior")
+
+	// Without a record there is no prior: the provider cannot find it.
+	require.NoError(t, st.Delete(ctx, spot.ID()))
+	_, err = e.Get(ctx, spot.ID())
+	require.ErrorIs(t, err, errcode.NotFound)
+}
