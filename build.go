@@ -28,6 +28,7 @@ type node struct {
 	refs     []refs.Ref    // every $ref marker (not set for deletes)
 	refused  error         // set when the node must fail without running
 	del      bool          // delete the resource instead of applying it
+	recorded bool          // for a delete: the state has a record of it
 }
 
 // op names what the operation does to n: "apply" or "delete".

@@ -83,6 +83,7 @@ func (e *Engine) addForDelete(ctx context.Context, s *set, id manifest.ID, owner
 	switch {
 	case err == nil:
 		n.res = rec.Resource()
+		n.recorded = true
 		n.children = rec.Children
 		if n.owner == nil {
 			n.owner = rec.Owner
@@ -170,10 +171,16 @@ func (e *Engine) deleteOne(ctx context.Context, n *node, p *progress) error {
 		e.emit(Event{Type: EventStep, ID: id, Op: "delete", Step: step})
 	})
 	ctx = registry.WithChildRecorder(ctx, newChildLog(e, id))
+	ctx, err := e.withPrior(ctx, id)
+	if err != nil {
+		return wrapf(err, "delete %s", id.Short())
+	}
 	// A resource that is already gone is reported as unchanged, not as
-	// deleted: nothing was deleted.
+	// deleted: nothing was deleted. A recorded resource with children is
+	// deleted regardless: its children went first, and with them, for
+	// some composites (a K3s cluster), everything a Get could find of it.
 	outcome := OutcomeDeleted
-	if _, err := e.get(ctx, n, "delete"); errcode.Is(err, errcode.NotFound) {
+	if _, err := e.get(ctx, n, "delete"); errcode.Is(err, errcode.NotFound) && !(n.recorded && len(n.children) > 0) {
 		outcome = OutcomeUnchanged
 		e.log.Info("already absent", "resource", id.String())
 	} else {

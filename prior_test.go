@@ -20,6 +20,14 @@ import (
 type located struct {
 	*providertest.Fake
 	gets, withPrior int
+	deletesWithPrior int
+}
+
+func (l *located) Delete(ctx context.Context, id manifest.ID) error {
+	if id.Kind == "Spot" && registry.Prior(ctx) != nil {
+		l.deletesWithPrior++
+	}
+	return l.Fake.Delete(ctx, id)
 }
 
 func (l *located) Kinds() []registry.Kind {
@@ -73,7 +81,14 @@ func TestPriorForKindsThatReadIt(t *testing.T) {
 	assert.Equal(t, "at-s", f.Resource.Status["where"])
 	assert.Equal(t, l.gets, l.withPrior, "every Get of the kind got its prior")
 
+	// Delete gets it too.
+	_, err = e.Delete(ctx, user.ID(), spot.ID())
+	require.NoError(t, err)
+	assert.Equal(t, 1, l.deletesWithPrior)
+
 	// Without a record there is no prior: the provider cannot find it.
+	_, err = e.Apply(ctx, spot)
+	require.NoError(t, err)
 	require.NoError(t, st.Delete(ctx, spot.ID()))
 	_, err = e.Get(ctx, spot.ID())
 	require.ErrorIs(t, err, errcode.NotFound)

@@ -10,7 +10,8 @@ type priorKey struct{}
 
 // WithPrior returns a context carrying prior: the resource as the state
 // last recorded it (spec as written, status as last read). The engine
-// installs it for every Get of a kind whose Kind.ReadsPrior is set.
+// installs it for every Get and Delete of a kind whose Kind.ReadsPrior is
+// set.
 func WithPrior(ctx context.Context, prior *manifest.Resource) context.Context {
 	return context.WithValue(ctx, priorKey{}, prior)
 }

@@ -83,9 +83,10 @@ type Kind struct {
 	// can ever have (see [Kind.HasField]). apiVersion, kind and metadata
 	// are always allowed. Empty: $ref fields to the kind are not checked.
 	Fields []string `json:"fields,omitempty"`
-	// ReadsPrior is true when Get cannot find a resource of the kind from
-	// its identity alone and reads where to look from the state's record
-	// ([Prior]); the engine then installs the record for every Get.
+	// ReadsPrior is true when Get and Delete cannot find a resource of
+	// the kind from its identity alone and read where to look from the
+	// state's record ([Prior]); the engine then installs the record for
+	// every Get and Delete.
 	ReadsPrior bool `json:"readsPrior,omitempty"`
 	// Columns are the kind's table columns after NAME, in order, as a CLI
 	// prints them ("openctl get vms"); Wide ones only in wide output. A

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -57,9 +58,11 @@ type Network struct {
 	bridge string
 	helper string // the built k3stest-hostd
 	signer ssh.Signer
-	uid    int    // DefaultUser's uid and gid; PasswordUser's are uid+1
-	pw     string // PasswordUser's password
-	pwHash string // its crypt(3) hash
+	// keyFile holds signer's private key.
+	keyFile string
+	uid     int    // DefaultUser's uid and gid; PasswordUser's are uid+1
+	pw      string // PasswordUser's password
+	pwHash  string // its crypt(3) hash
 
 	mu    sync.Mutex // guards hosts and closed
 	hosts []*Host
@@ -69,6 +72,10 @@ type Network struct {
 // Signer is the private key every host's root and DefaultUser accept
 // (ed25519, generated per network).
 func (n *Network) Signer() ssh.Signer { return n.signer }
+
+// KeyFile is the path of Signer's private key (OpenSSH format, 0600), for
+// clients that read a key file.
+func (n *Network) KeyFile() string { return n.keyFile }
 
 // Password is PasswordUser's password (random per network).
 func (n *Network) Password() string { return n.pw }
@@ -185,6 +192,14 @@ func newNetwork(ctx context.Context) (*Network, error) {
 		return fail(err)
 	}
 	if n.signer, err = ssh.NewSignerFromKey(priv); err != nil {
+		return fail(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		return fail(err)
+	}
+	n.keyFile = filepath.Join(n.dir, "id_ed25519")
+	if err := os.WriteFile(n.keyFile, pem.EncodeToMemory(block), 0o600); err != nil {
 		return fail(err)
 	}
 	if n.uid, err = freeUID(); err != nil {

@@ -1,0 +1,465 @@
+package k3s
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/refs"
+	"github.com/openctl/openctl/registry"
+)
+
+// vmAPIVersion is the apiVersion of the Proxmox VMs a cluster creates.
+const vmAPIVersion = "proxmox.openctl.io/v1"
+
+// member is one node of a cluster, as Plan lays it out.
+type member struct {
+	name, role string
+	address    any // a literal or a $ref marker
+	hostKey    any // a literal, a $ref marker, or nil
+	vm         *manifest.Resource
+}
+
+// Plan expands a Cluster into its nodes — and, on Proxmox, their VMs —
+// with the $refs that order them: every node refers to its VM's address
+// and host key; the first server starts the cluster; every other server
+// joins it with the first server's token, after the server before it
+// (etcd admits one learner at a time); agents join after the last
+// server, in parallel.
+func (p *Provider) Plan(_ context.Context, r *manifest.Resource) ([]*manifest.Resource, error) {
+	if r.Kind != KindCluster {
+		return nil, nil
+	}
+	s, err := DecodeClusterSpec(r)
+	if err != nil {
+		return nil, err
+	}
+	members, err := layout(r.Metadata.Name, s)
+	if err != nil {
+		return nil, err
+	}
+	var out []*manifest.Resource
+	var first, lastServer string
+	for _, m := range members {
+		if m.vm != nil {
+			out = append(out, m.vm)
+		}
+		if m.role == RoleServer {
+			lastServer = m.name
+			if first == "" {
+				first = m.name
+			}
+		}
+	}
+	nodeRef := func(name, field string) map[string]any {
+		return refs.Marker(manifest.ID{APIVersion: APIVersion, Kind: KindNode, Name: name}, field)
+	}
+	prevServer := ""
+	for _, m := range members {
+		spec := map[string]any{
+			"cluster": r.Metadata.Name,
+			"role":    m.role,
+			"address": m.address,
+			"ssh":     sshSpecMap(s.SSH),
+			"k3s":     k3sSpecMap(s.K3s),
+		}
+		if m.hostKey != nil {
+			spec["sshHostKey"] = m.hostKey
+		}
+		if m.role == RoleServer {
+			sans := slices.Clone(s.TLSSANs)
+			if len(sans) > 0 {
+				spec["tlsSANs"] = toAny(sans)
+			}
+			if s.VIP != nil {
+				spec["vip"] = map[string]any{"address": s.VIP.Address, "interface": s.VIP.Interface}
+			}
+		}
+		switch {
+		case m.name == first:
+			spec["init"] = true
+		default:
+			spec["server"] = nodeRef(first, "status.url")
+			spec["agentToken"] = nodeRef(first, "status.agentToken")
+			if m.role == RoleServer {
+				spec["token"] = nodeRef(first, "status.token")
+				spec["after"] = []any{nodeRef(prevServer, "status.phase")}
+			} else {
+				spec["after"] = []any{nodeRef(lastServer, "status.phase")}
+			}
+		}
+		if m.role == RoleServer {
+			prevServer = m.name
+		}
+		out = append(out, &manifest.Resource{APIVersion: APIVersion, Kind: KindNode, Metadata: manifest.Metadata{Name: m.name}, Spec: spec})
+	}
+	return out, nil
+}
+
+// layout lists a cluster's members in order: servers first.
+func layout(cluster string, s *ClusterSpec) ([]member, error) {
+	var out []member
+	if len(s.Hosts) > 0 {
+		for _, role := range []string{RoleServer, RoleAgent} {
+			for _, h := range s.Hosts {
+				if h.Role != role {
+					continue
+				}
+				m := member{name: h.Name, role: h.Role, address: h.Address}
+				if h.SSHHostKey != "" {
+					m.hostKey = h.SSHHostKey
+				}
+				out = append(out, m)
+			}
+		}
+		return out, nil
+	}
+	ips, err := staticIPs(s)
+	if err != nil {
+		return nil, err
+	}
+	add := func(name, role string, pool PoolSpec, spread []string) {
+		vm := vmManifest(cluster, name, s, pool, spread, ips)
+		vmID := vm.ID()
+		out = append(out, member{
+			name: name, role: role, vm: vm,
+			address: refs.Marker(vmID, "status.ip"),
+			hostKey: refs.Marker(vmID, "status.sshHostKey"),
+		})
+	}
+	cp := s.Nodes.ControlPlane
+	for i := range cp.Count {
+		// Control planes go round the allowed Proxmox nodes, so that one
+		// host failing takes at most one etcd member with it.
+		var spread []string
+		if nodes := firstNonEmpty(cp.Nodes, s.Compute.Nodes); len(nodes) > 0 {
+			spread = []string{nodes[i%len(nodes)]}
+		}
+		add(fmt.Sprintf("%s-cp-%d", cluster, i), RoleServer, cp, spread)
+	}
+	for _, w := range s.Nodes.Workers {
+		name := w.Name
+		if name == "" {
+			name = "worker"
+		}
+		for i := range w.Count {
+			add(fmt.Sprintf("%s-%s-%d", cluster, name, i), RoleAgent, w, firstNonEmpty(w.Nodes, s.Compute.Nodes))
+		}
+	}
+	return out, nil
+}
+
+// staticIPs returns the addresses handed out in order, or nil with DHCP.
+func staticIPs(s *ClusterSpec) (*ipPlan, error) {
+	n := s.Network
+	if n == nil || n.StaticIPs == nil {
+		return nil, nil
+	}
+	start, err := netip.ParseAddr(n.StaticIPs.StartIP)
+	if err != nil {
+		return nil, invalid("spec.network.staticIPs.startIP", "not an IP address")
+	}
+	bits, err := maskBits(n.StaticIPs.Netmask)
+	if err != nil {
+		return nil, invalid("spec.network.staticIPs.netmask", "%v", err)
+	}
+	return &ipPlan{next: start, bits: bits, gateway: n.StaticIPs.Gateway}, nil
+}
+
+// ipPlan hands out consecutive static addresses.
+type ipPlan struct {
+	next    netip.Addr
+	bits    int
+	gateway string
+}
+
+func (p *ipPlan) take() (ip string, addr string) {
+	a := p.next
+	p.next = p.next.Next()
+	return fmt.Sprintf("%s/%d", a, p.bits), a.String()
+}
+
+// maskBits accepts a netmask as 255.255.255.0, 24 or /24.
+func maskBits(m string) (int, error) {
+	m = strings.TrimPrefix(m, "/")
+	if m == "" {
+		return 24, nil
+	}
+	var bits int
+	if _, err := fmt.Sscanf(m, "%d", &bits); err == nil && !strings.Contains(m, ".") {
+		if bits < 1 || bits > 32 {
+			return 0, fmt.Errorf("prefix length %d out of range", bits)
+		}
+		return bits, nil
+	}
+	a, err := netip.ParseAddr(m)
+	if err != nil || !a.Is4() {
+		return 0, fmt.Errorf("not a netmask: %q", m)
+	}
+	b := a.As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	ones := 0
+	for v&(1<<31) != 0 {
+		ones++
+		v <<= 1
+	}
+	if v != 0 {
+		return 0, fmt.Errorf("not a contiguous netmask: %q", m)
+	}
+	return ones, nil
+}
+
+// vmManifest is a node's Proxmox VM.
+func vmManifest(cluster, name string, s *ClusterSpec, pool PoolSpec, nodes []string, ips *ipPlan) *manifest.Resource {
+	size := SizeSpec{CPUs: 2, MemoryMB: 2048}
+	if d := s.Compute.Default; d != nil {
+		size = overlay(size, *d)
+	}
+	if pool.Size != nil {
+		size = overlay(size, *pool.Size)
+	}
+	spec := map[string]any{
+		"template": map[string]any{"name": s.Compute.Image.Template},
+		"cpu":      map[string]any{"cores": int64(size.CPUs)},
+		"memory":   map[string]any{"size": int64(size.MemoryMB)},
+		"agent":    map[string]any{"enabled": true},
+		"tags":     []any{"k3s", cluster},
+	}
+	if s.Compute.Context != "" {
+		spec["context"] = s.Compute.Context
+	}
+	if size.DiskGB > 0 {
+		spec["disks"] = []any{map[string]any{"name": "scsi0", "size": fmt.Sprintf("%dG", size.DiskGB)}}
+	}
+	switch len(nodes) {
+	case 0:
+	case 1:
+		spec["node"] = nodes[0]
+	default:
+		spec["nodes"] = toAny(nodes)
+	}
+	ci := map[string]any{}
+	user := s.SSH.User
+	if user == "" {
+		user = "root"
+	}
+	ci["user"] = user
+	if len(s.SSH.PublicKeys) > 0 {
+		ci["sshKeys"] = toAny(s.SSH.PublicKeys)
+	}
+	ipc := map[string]any{"ip": "dhcp"}
+	if ips != nil {
+		cidr, _ := ips.take()
+		ipc = map[string]any{"ip": cidr}
+		if ips.gateway != "" {
+			ipc["gateway"] = ips.gateway
+		}
+	}
+	ci["ipConfig"] = map[string]any{"net0": ipc}
+	spec["cloudInit"] = ci
+	if n := s.Network; n != nil && n.Bridge != "" {
+		spec["networks"] = []any{map[string]any{"name": "net0", "bridge": n.Bridge}}
+	}
+	return &manifest.Resource{APIVersion: vmAPIVersion, Kind: "VirtualMachine", Metadata: manifest.Metadata{Name: name}, Spec: spec}
+}
+
+func overlay(a, b SizeSpec) SizeSpec {
+	if b.CPUs > 0 {
+		a.CPUs = b.CPUs
+	}
+	if b.MemoryMB > 0 {
+		a.MemoryMB = b.MemoryMB
+	}
+	if b.DiskGB > 0 {
+		a.DiskGB = b.DiskGB
+	}
+	return a
+}
+
+func firstNonEmpty(ls ...[]string) []string {
+	for _, l := range ls {
+		if len(l) > 0 {
+			return l
+		}
+	}
+	return nil
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func sshSpecMap(s SSHSpec) map[string]any {
+	m := sshStatus(s)
+	return m
+}
+
+func k3sSpecMap(k K3sSpec) map[string]any {
+	m := map[string]any{"version": k.Version}
+	if k.ClusterCIDR != "" {
+		m["clusterCIDR"] = k.ClusterCIDR
+	}
+	if k.ServiceCIDR != "" {
+		m["serviceCIDR"] = k.ServiceCIDR
+	}
+	if f := k.Flannel; f != nil {
+		fm := map[string]any{}
+		if f.Backend != "" {
+			fm["backend"] = f.Backend
+		}
+		if f.Iface != "" {
+			fm["iface"] = f.Iface
+		}
+		m["flannel"] = fm
+	}
+	if len(k.Disable) > 0 {
+		m["disable"] = toAny(k.Disable)
+	}
+	if len(k.ExtraArgs) > 0 {
+		m["extraArgs"] = toAny(k.ExtraArgs)
+	}
+	return m
+}
+
+// clusterStatus gathers a cluster's status from its nodes' live states.
+func (p *Provider) clusterStatus(ctx context.Context, members []nodeRef, ssh SSHSpec) (map[string]any, error) {
+	var nodes []any
+	ready := 0
+	st := map[string]any{}
+	version := ""
+	for i, m := range members {
+		loc := &location{Role: m.Role, Address: m.Address, SSHHostKey: m.SSHHostKey, SSH: ssh}
+		h, err := p.pool.Host(ctx, loc.target())
+		if err != nil {
+			return nil, p.nodeErr(m.Name, "connect", err)
+		}
+		ns, err := p.nodeStatus(ctx, h, m.Name, loc)
+		if err != nil {
+			return nil, err
+		}
+		if ns["phase"] == PhaseReady {
+			ready++
+		}
+		v, _ := ns["version"].(string)
+		switch {
+		case version == "":
+			version = v
+		case v != version:
+			version = "mixed"
+		}
+		n := map[string]any{"name": m.Name, "role": m.Role, "phase": ns["phase"], "version": v, "address": m.Address}
+		if m.SSHHostKey != "" {
+			n["sshHostKey"] = m.SSHHostKey
+		}
+		nodes = append(nodes, n)
+		if i == 0 {
+			for _, k := range []string{"token", "agentToken", "kubeconfig"} {
+				if v, ok := ns[k]; ok {
+					st[k] = v
+				}
+			}
+			st["endpoint"] = ns["url"]
+		}
+	}
+	st["nodes"] = nodes
+	st["version"] = version
+	st["readyNodes"] = fmt.Sprintf("%d/%d", ready, len(members))
+	if s := sshStatus(ssh); len(s) > 0 {
+		st["ssh"] = s
+	}
+	st["phase"] = PhaseReady
+	if ready < len(members) {
+		st["phase"] = PhaseNotReady
+		st["message"] = fmt.Sprintf("%d of %d nodes are ready", ready, len(members))
+	}
+	return st, nil
+}
+
+// nodeRef locates one node of a cluster.
+type nodeRef struct {
+	Name       string `json:"name"`
+	Role       string `json:"role"`
+	Address    string `json:"address"`
+	SSHHostKey string `json:"sshHostKey,omitempty"`
+}
+
+// applyCluster runs once the engine applied the cluster's nodes: it
+// gathers their state into the cluster's status.
+func (p *Provider) applyCluster(ctx context.Context, r *manifest.Resource) (*manifest.Resource, error) {
+	s, err := DecodeClusterSpec(r)
+	if err != nil {
+		return nil, err
+	}
+	members, err := layout(r.Metadata.Name, s)
+	if err != nil {
+		return nil, err
+	}
+	var refs []nodeRef
+	for _, m := range members {
+		loc, ok := p.located(m.name)
+		if !ok {
+			return nil, errcode.New(errcode.Internal, fmt.Sprintf("k3s: cluster %s: node %s was not applied first", r.Metadata.Name, m.name))
+		}
+		refs = append(refs, nodeRef{Name: m.name, Role: m.role, Address: loc.Address, SSHHostKey: loc.SSHHostKey})
+	}
+	st, err := p.clusterStatus(ctx, refs, s.SSH)
+	if err != nil {
+		return nil, err
+	}
+	if s.VIP == nil {
+		if len(members) > 1 || st["message"] == nil {
+			st["message"] = "no VIP: the API endpoint is the first server, a single point of failure"
+		}
+	} else {
+		st["endpoint"] = "https://" + hostPort(s.VIP.Address, "6443")
+	}
+	return &manifest.Resource{APIVersion: r.APIVersion, Kind: r.Kind, Metadata: r.Metadata, Spec: r.Spec, Status: st}, nil
+}
+
+// getCluster reads a cluster from the nodes its record lists.
+func (p *Provider) getCluster(ctx context.Context, id manifest.ID) (*manifest.Resource, error) {
+	prior := registry.Prior(ctx)
+	if prior == nil {
+		return nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: %s: not recorded, so its nodes are unknown", id.Short()))
+	}
+	var rec struct {
+		Nodes []nodeRef `json:"nodes"`
+		SSH   SSHSpec   `json:"ssh"`
+	}
+	if err := fromMap(prior.Status, &rec); err != nil || len(rec.Nodes) == 0 {
+		return nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: %s: its record lists no nodes (never applied?)", id.Short()))
+	}
+	st, err := p.clusterStatus(ctx, rec.Nodes, rec.SSH)
+	if err != nil {
+		return nil, err
+	}
+	if e, ok := prior.Status["endpoint"]; ok {
+		st["endpoint"] = e
+	}
+	if m, ok := prior.Status["message"]; ok && st["message"] == nil {
+		st["message"] = m
+	}
+	return &manifest.Resource{APIVersion: id.APIVersion, Kind: id.Kind, Metadata: manifest.Metadata{Name: id.Name, Labels: prior.Metadata.Labels}, Spec: prior.Spec, Status: st}, nil
+}
+
+// fromMap decodes the fields of m that v has (a recorded status, which
+// holds more) into v.
+func fromMap(m map[string]any, v any) error {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, v)
+}
+
+// deleteCluster forgets a cluster whose nodes the engine deleted.
+func (p *Provider) deleteCluster(_ context.Context, _ manifest.ID) error { return nil }

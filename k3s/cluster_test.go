@@ -1,0 +1,71 @@
+package k3s_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/openctl/openctl"
+	"github.com/openctl/openctl/k3s"
+	"github.com/openctl/openctl/manifest"
+)
+
+func TestSingleServerCluster(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t)
+	hs := e.hosts(ctx, t, "one")
+	c := e.cluster("solo", hs, nil)
+
+	start := time.Now()
+	rep, err := e.engine.Apply(ctx, c)
+	require.NoError(t, err)
+	t.Logf("single server ready in %s", time.Since(start).Round(time.Millisecond))
+	require.Len(t, rep.Results, 2)
+	for _, r := range rep.Results {
+		assert.Equal(t, openctl.OutcomeCreated, r.Outcome, r.ID.Short())
+	}
+	f, err := e.engine.Get(ctx, c.ID())
+	require.NoError(t, err)
+	st := f.Resource.Status
+	assert.Equal(t, k3s.PhaseReady, st["phase"])
+	assert.Equal(t, standinVersion, st["version"])
+	assert.Equal(t, "1/1", st["readyNodes"])
+	assert.Equal(t, "https://"+hs[0].Addr().String()+":6443", st["endpoint"])
+	assert.Contains(t, st["message"], "single point of failure")
+
+	node, err := e.engine.Get(ctx, manifest.ID{APIVersion: k3s.APIVersion, Kind: k3s.KindNode, Name: "one"})
+	require.NoError(t, err)
+	assert.Equal(t, "server", node.Resource.Status["role"])
+	tok, _ := node.Resource.Status["token"].(string)
+	assert.Regexp(t, `^K10[0-9a-f]{64}::server:[0-9a-f]{32}$`, tok, "the token read from the server, CA hash included")
+
+	// The token never went on a command line: it is in the 0600
+	// environment file only.
+	out, err := hs[0].Run(ctx, "stat", "-c", "%a", "/etc/systemd/system/k3s.service.env")
+	require.NoError(t, err)
+	assert.Equal(t, "600\n", string(out))
+
+	// A second apply changes nothing and restarts nothing.
+	pidBefore, err := hs[0].Run(ctx, "pgrep", "-o", "-f", "k3s server")
+	require.NoError(t, err)
+	rep, err = e.engine.Apply(ctx, c)
+	require.NoError(t, err)
+	for _, r := range rep.Results {
+		assert.Equal(t, openctl.OutcomeUnchanged, r.Outcome, r.ID.Short())
+	}
+	pidAfter, err := hs[0].Run(ctx, "pgrep", "-o", "-f", "k3s server")
+	require.NoError(t, err)
+	assert.Equal(t, string(pidBefore), string(pidAfter), "k3s was not restarted")
+	assert.Equal(t, 1, e.prov.Pool().Opened(hs[0].SSHAddr()), "one SSH connection for everything")
+
+	rep, err = e.engine.Delete(ctx, c.ID())
+	require.NoError(t, err)
+	assert.Equal(t, 2, rep.Count(openctl.OutcomeDeleted))
+	out, err = hs[0].Run(ctx, "sh", "-c", "ls /usr/local/bin /etc/systemd/system /var/lib/rancher 2>&1; pgrep -a k3s || true")
+	require.NoError(t, err)
+	for _, left := range []string{"k3s.service", "\nk3s\n", "k3s server"} {
+		assert.NotContains(t, string(out), left, "uninstalled, and nothing of it runs")
+	}
+}

@@ -1,0 +1,109 @@
+package k3s_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/openctl/openctl"
+	"github.com/openctl/openctl/backoff"
+	"github.com/openctl/openctl/internal/testenv"
+	"github.com/openctl/openctl/k3s"
+	"github.com/openctl/openctl/k3s/k3stest"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/state"
+)
+
+// standinVersion is what the stand-in built by `make standin` reports.
+const standinVersion = "v1.37.2+k3s1"
+
+// binaryDir lays the k3s stand-in ($K3S_STANDIN_BINARY) out as a
+// release directory: <dir>/<version>/k3s and sha256sum-amd64.txt.
+func binaryDir(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("K3S_STANDIN_BINARY")
+	if bin == "" {
+		testenv.Unavailable(t, "k3s: K3S_STANDIN_BINARY is not set: run `make standin` (make test does) to build the k3s stand-in")
+	}
+	dir := t.TempDir()
+	vdir := filepath.Join(dir, standinVersion)
+	require.NoError(t, os.MkdirAll(vdir, 0o700))
+	require.NoError(t, os.Symlink(bin, filepath.Join(vdir, "k3s")))
+	sum, err := fileSum(bin)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(vdir, "sha256sum-amd64.txt"), fmt.Appendf(nil, "%s  k3s\n", sum), 0o600))
+	return dir
+}
+
+// env is a K3s provider on test hosts behind an engine.
+type env struct {
+	net    *k3stest.Network
+	prov   *k3s.Provider
+	engine *openctl.Engine
+	store  state.Store
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir := binaryDir(t)
+	n := k3stest.NewNetwork(t)
+	p, err := k3s.New(k3s.Config{BinaryDir: dir, Offline: true, ReadyTimeout: 2 * time.Minute, KubeconfigDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Close() })
+	st := state.NewMemory()
+	e, err := openctl.New(openctl.WithProviders(p), openctl.WithStore(st), openctl.WithRetry(backoff.Policy{Initial: 100 * time.Millisecond, Max: time.Second}))
+	require.NoError(t, err)
+	return &env{net: n, prov: p, engine: e, store: st}
+}
+
+// hosts adds hosts and returns them.
+func (e *env) hosts(ctx context.Context, t *testing.T, names ...string) []*k3stest.Host {
+	t.Helper()
+	var out []*k3stest.Host
+	for _, n := range names {
+		h, err := e.net.AddHost(ctx, n, k3stest.HostOptions{})
+		require.NoError(t, err)
+		out = append(out, h)
+	}
+	return out
+}
+
+// cluster is a Cluster on existing hosts, the first of them a server.
+func (e *env) cluster(name string, servers, agents []*k3stest.Host) *manifest.Resource {
+	var hosts []any
+	for role, hs := range map[string][]*k3stest.Host{"server": servers, "agent": agents} {
+		for _, h := range hs {
+			hosts = append(hosts, map[string]any{
+				"name": h.Name(), "address": h.Addr().String(), "role": role,
+				"sshHostKey": string(ssh.MarshalAuthorizedKey(h.HostKey())),
+			})
+		}
+	}
+	return &manifest.Resource{APIVersion: k3s.APIVersion, Kind: k3s.KindCluster, Metadata: manifest.Metadata{Name: name}, Spec: map[string]any{
+		"hosts": hosts,
+		"k3s":   map[string]any{"version": standinVersion},
+		"ssh":   map[string]any{"user": k3stest.DefaultUser, "privateKeyPath": e.net.KeyFile()},
+	}}
+}
+
+func fileSum(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

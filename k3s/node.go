@@ -1,0 +1,360 @@
+package k3s
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/openctl/openctl/backoff"
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/remote"
+)
+
+// The phases of a node.
+const (
+	PhaseReady    = "Ready"
+	PhaseNotReady = "NotReady"
+	PhaseStopped  = "Stopped"
+)
+
+// target is how to reach a node.
+func target(address string, sshHostKey string, s SSHSpec) remote.Target {
+	t := remote.Target{Host: address, Port: s.Port, User: s.User, PrivateKeyPath: s.PrivateKeyPath}
+	if sshHostKey != "" {
+		t.HostKeys.Pinned = []string{sshHostKey}
+	}
+	t.HostKeys.KnownHosts = remote.DefaultKnownHosts()
+	if len(s.KnownHosts) > 0 {
+		t.HostKeys.KnownHosts = nil
+		for _, f := range s.KnownHosts {
+			t.HostKeys.KnownHosts = append(t.HostKeys.KnownHosts, homeDir(f))
+		}
+	}
+	t.HostKeys.TrustOnFirstUse = s.TrustOnFirstUse
+	return t
+}
+
+// located is where a node is, as its status records it.
+type location struct {
+	Role       string  `json:"role"`
+	Address    string  `json:"address"`
+	SSHHostKey string  `json:"sshHostKey,omitempty"`
+	SSH        SSHSpec `json:"ssh"`
+}
+
+func (l *location) target() remote.Target { return target(l.Address, l.SSHHostKey, l.SSH) }
+
+// priorLocation reads a node's location from the state's record.
+func priorLocation(ctx context.Context, id manifest.ID) (*location, error) {
+	prior := registry.Prior(ctx)
+	if prior == nil {
+		return nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: %s: not recorded, so its host is unknown", id.Short()))
+	}
+	l := &location{}
+	if err := fromMap(prior.Status, l); err != nil {
+		return nil, errcode.Wrap(errcode.Internal, "k3s: "+id.Short()+": its recorded status", err)
+	}
+	if l.Address == "" || (l.Role != RoleServer && l.Role != RoleAgent) {
+		return nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: %s: its record says nothing of its host (never applied?)", id.Short()))
+	}
+	return l, nil
+}
+
+// applyNode installs k3s on the node's host, or leaves it alone when what
+// is there already matches, and waits until it is ready.
+func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manifest.Resource, error) {
+	s, err := DecodeNodeSpec(r)
+	if err != nil {
+		return nil, err
+	}
+	name := r.Metadata.Name
+	loc := &location{Role: s.Role, Address: s.Address, SSHHostKey: s.SSHHostKey, SSH: s.SSH}
+	h, err := p.pool.Host(ctx, loc.target())
+	if err != nil {
+		return nil, p.nodeErr(name, "connect", err)
+	}
+	registry.ReportStep(ctx, "inspecting "+h.Addr())
+	pr, err := probeHost(ctx, h, service(s.Role))
+	if err != nil {
+		return nil, p.nodeErr(name, "inspect", err)
+	}
+	bin, err := p.bins.get(ctx, s.K3s.Version, pr.uname)
+	if err != nil {
+		return nil, p.nodeErr(name, "find the k3s binary", err)
+	}
+	token, agentToken := s.Token, s.AgentToken
+	if s.Init {
+		// The first server's tokens: what it has, else what the spec
+		// says, else new ones — never changed once set.
+		have, haveAgent, err := existingTokens(ctx, h, envPath(pr.init, s.Role))
+		if err != nil {
+			return nil, p.nodeErr(name, "read its environment file", err)
+		}
+		token = firstOf(have, password(token), newPassword())
+		agentToken = firstOf(haveAgent, password(agentToken), newPassword())
+	}
+	env := envFile(s.Role, token, agentToken)
+	unit := unitFile(pr.init, s.Role, nodeArgs(name, s))
+
+	changed := false
+	registry.ReportStep(ctx, "installing k3s "+s.K3s.Version)
+	if up, err := upload(ctx, h, bin, pr.binary); err != nil {
+		return nil, p.nodeErr(name, "upload the k3s binary", err)
+	} else if up {
+		changed = true
+	}
+	if pr.env != sha256Hex(env) {
+		if err := h.WriteFile(ctx, envPath(pr.init, s.Role), 0o600, bytes.NewReader(env)); err != nil {
+			return nil, p.nodeErr(name, "write the service's environment", err)
+		}
+		changed = true
+	}
+	if pr.unit != sha256Hex(unit) {
+		mode := 0o644
+		if pr.init == initOpenRC {
+			mode = 0o755
+		}
+		if err := h.WriteFile(ctx, unitPath(pr.init, s.Role), fs.FileMode(mode), bytes.NewReader(unit)); err != nil {
+			return nil, p.nodeErr(name, "write the service", err)
+		}
+		changed = true
+	}
+	if changed || !pr.active {
+		registry.ReportStep(ctx, "starting k3s")
+		if _, err := h.Run(ctx, remote.Command{Step: "start k3s", Script: startScript(pr.init, s.Role, changed && pr.active)}); err != nil {
+			return nil, p.nodeErr(name, "start k3s", err)
+		}
+	}
+	registry.ReportStep(ctx, "waiting for the node to be ready")
+	st, err := p.waitReady(ctx, h, name, loc)
+	if err != nil {
+		return nil, err
+	}
+	p.locs.Store(name, loc)
+	out := &manifest.Resource{APIVersion: r.APIVersion, Kind: r.Kind, Metadata: r.Metadata, Spec: r.Spec, Status: st}
+	return out, nil
+}
+
+
+// firstOf returns the first non-empty string.
+func firstOf(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// password returns the password part of a token ("K10…::server:pw" or
+// a bare password).
+func password(token string) string {
+	if i := strings.LastIndex(token, ":"); i >= 0 && strings.HasPrefix(token, "K10") {
+		return token[i+1:]
+	}
+	return token
+}
+
+// waitReady polls the node's status until it is Ready or the ready
+// timeout passes.
+func (p *Provider) waitReady(ctx context.Context, h *remote.Host, name string, loc *location) (map[string]any, error) {
+	wctx, cancel := context.WithTimeout(ctx, p.cfg.ReadyTimeout)
+	defer cancel()
+	b := backoff.Policy{Initial: 200 * time.Millisecond, Max: 3 * time.Second, Jitter: 0.1}.Start()
+	for {
+		st, err := p.nodeStatus(wctx, h, name, loc)
+		if err == nil && st["phase"] == PhaseReady {
+			return st, nil
+		}
+		why := "not ready"
+		if err != nil {
+			why = err.Error()
+		} else if m, ok := st["message"].(string); ok && m != "" {
+			why = m
+		}
+		if werr := b.Wait(wctx); werr != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, errcode.New(errcode.Transient, fmt.Sprintf("k3s: node %s (%s): not ready after %s: %s", name, h.Addr(), p.cfg.ReadyTimeout, why))
+		}
+	}
+}
+
+// nodeStatusScript prints the node's state as key=value lines and, for a
+// server, its token files and kubeconfig between markers.
+const nodeStatusScript = `svc=$1 name=$2
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+  [ -e /etc/systemd/system/$svc.service ] && echo installed=1
+  echo "state=$(systemctl is-active "$svc")"
+else
+  [ -e /etc/init.d/$svc ] && echo installed=1
+  rc-service "$svc" status >/dev/null 2>&1 && echo state=active || echo state=inactive
+fi
+[ -x ` + binPath + ` ] && echo "version=$(` + binPath + ` --version 2>/dev/null | head -n1 | cut -d' ' -f3)"
+if [ "$svc" = k3s ] && [ -e ` + kubeconfigOut + ` ]; then
+  echo "ready=$(` + binPath + ` kubectl --request-timeout=5s get node "$name" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)"
+  for f in ` + tokenPath + ` ` + agentTokPath + ` ` + kubeconfigOut + `; do
+    echo "--- $f"; cat "$f" 2>/dev/null; echo
+  done
+fi
+exit 0`
+
+// nodeStatus reads the node's status from its host.
+func (p *Provider) nodeStatus(ctx context.Context, h *remote.Host, name string, loc *location) (map[string]any, error) {
+	res, err := h.Run(ctx, remote.Command{Step: "read the node's state", Script: "set -- " + service(loc.Role) + " " + remote.Quote(name) + "\n" + nodeStatusScript})
+	if err != nil {
+		return nil, err
+	}
+	kv := map[string]string{}
+	files := map[string]string{}
+	cur := ""
+	for _, line := range strings.SplitAfter(string(res.Stdout), "\n") {
+		switch {
+		case strings.HasPrefix(line, "--- "):
+			cur = strings.TrimSpace(strings.TrimPrefix(line, "--- "))
+		case cur != "":
+			files[cur] += line
+		default:
+			k, v, _ := strings.Cut(strings.TrimSpace(line), "=")
+			kv[k] = v
+		}
+	}
+	if kv["installed"] != "1" {
+		return nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: node %s: k3s is not installed on %s", name, h.Addr()))
+	}
+	st := map[string]any{
+		"role":    loc.Role,
+		"address": loc.Address,
+		"version": kv["version"],
+		"service": kv["state"],
+	}
+	if loc.SSHHostKey != "" {
+		st["sshHostKey"] = loc.SSHHostKey
+	}
+	if ssh := sshStatus(loc.SSH); len(ssh) > 0 {
+		st["ssh"] = ssh
+	}
+	switch {
+	case kv["state"] != "active":
+		st["phase"] = PhaseStopped
+		st["message"] = "the " + service(loc.Role) + " service is " + kv["state"]
+	case loc.Role == RoleServer && kv["ready"] != "True":
+		st["phase"] = PhaseNotReady
+		st["message"] = "the Node is not Ready in the API yet"
+	default:
+		st["phase"] = PhaseReady
+	}
+	if loc.Role == RoleServer {
+		st["url"] = "https://" + hostPort(loc.Address, "6443")
+		if t := strings.TrimSpace(files[tokenPath]); t != "" {
+			st["token"] = t
+		}
+		if t := strings.TrimSpace(files[agentTokPath]); t != "" {
+			st["agentToken"] = t
+		}
+		if k := strings.TrimSpace(files[kubeconfigOut]); k != "" {
+			st["kubeconfig"] = k + "\n"
+		}
+	}
+	return st, nil
+}
+
+// sshStatus is the SSH settings recorded in a node's status, so that a
+// later Get can reach it.
+func sshStatus(s SSHSpec) map[string]any {
+	m := map[string]any{}
+	if s.User != "" {
+		m["user"] = s.User
+	}
+	if s.Port != 0 {
+		m["port"] = int64(s.Port)
+	}
+	if s.PrivateKeyPath != "" {
+		m["privateKeyPath"] = s.PrivateKeyPath
+	}
+	if len(s.KnownHosts) > 0 {
+		l := make([]any, len(s.KnownHosts))
+		for i, f := range s.KnownHosts {
+			l[i] = f
+		}
+		m["knownHosts"] = l
+	}
+	if s.TrustOnFirstUse {
+		m["trustOnFirstUse"] = true
+	}
+	return m
+}
+
+// getNode reads a node from its host.
+func (p *Provider) getNode(ctx context.Context, id manifest.ID) (*manifest.Resource, error) {
+	loc, err := priorLocation(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	h, err := p.pool.Host(ctx, loc.target())
+	if err != nil {
+		return nil, p.nodeErr(id.Name, "connect", err)
+	}
+	st, err := p.nodeStatus(ctx, h, id.Name, loc)
+	if err != nil {
+		return nil, err
+	}
+	p.locs.Store(id.Name, loc)
+	prior := registry.Prior(ctx)
+	return &manifest.Resource{APIVersion: id.APIVersion, Kind: id.Kind, Metadata: manifest.Metadata{Name: id.Name, Labels: prior.Metadata.Labels}, Spec: prior.Spec, Status: st}, nil
+}
+
+// uninstallScript stops and removes k3s as the installer's uninstall
+// script does, keeping /etc/rancher/node (the node password).
+const uninstallScript = `svc=$1
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+  systemctl disable --now "$svc" >/dev/null 2>&1 || true
+  rm -f /etc/systemd/system/$svc.service /etc/systemd/system/$svc.service.env
+  systemctl daemon-reload
+else
+  rc-service "$svc" stop >/dev/null 2>&1 || true
+  rc-update del "$svc" default >/dev/null 2>&1 || true
+  rm -f /etc/init.d/$svc /var/log/$svc.log
+fi
+pkill -KILL -x k3s-server 2>/dev/null || true
+rm -rf /etc/rancher/k3s /run/k3s /run/flannel ` + dataDir + ` /var/lib/kubelet ` + binPath + `
+exit 0`
+
+// deleteNode uninstalls k3s from the node's host.
+func (p *Provider) deleteNode(ctx context.Context, id manifest.ID) error {
+	loc, err := priorLocation(ctx, id)
+	if errcode.Is(err, errcode.NotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	h, err := p.pool.Host(ctx, loc.target())
+	if err != nil {
+		return p.nodeErr(id.Name, "connect", err)
+	}
+	registry.ReportStep(ctx, "uninstalling k3s")
+	_, err = h.Run(ctx, remote.Command{Step: "uninstall k3s", Script: "set -- " + service(loc.Role) + "\n" + uninstallScript})
+	return p.nodeErr(id.Name, "uninstall", err)
+}
+
+// nodeErr names the node and the step in err (nil stays nil).
+func (p *Provider) nodeErr(name, step string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return errcode.Wrap(errcode.Of(err), fmt.Sprintf("k3s: node %s: %s", name, step), err)
+}
+
+func hostPort(host, port string) string {
+	if strings.Contains(host, ":") {
+		return "[" + host + "]:" + port
+	}
+	return host + ":" + port
+}

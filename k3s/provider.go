@@ -1,0 +1,222 @@
+package k3s
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/remote"
+)
+
+// Name is the provider's name: it serves the API group k3s.openctl.io.
+const Name = "k3s"
+
+// The kinds the provider serves. KindK3sNode is the seed's name for a
+// Node, accepted as it is.
+const (
+	KindCluster = "Cluster"
+	KindNode    = "Node"
+	KindK3sNode = "K3sNode"
+)
+
+// APIVersion is the apiVersion of the provider's kinds.
+const APIVersion = "k3s.openctl.io/v1"
+
+// Config configures the provider.
+type Config struct {
+	// BinaryDir holds k3s binaries as the release page lays them out:
+	// <dir>/<version>/k3s[-arm64…] and sha256sum-<arch>.txt. Missing
+	// ones are downloaded there from ReleaseURL. Required.
+	BinaryDir string
+	// ReleaseURL is where binaries are downloaded from
+	// (DefaultReleaseURL when empty); Offline turns downloads off.
+	ReleaseURL string
+	Offline    bool
+	// HTTPClient downloads binaries; nil: http.DefaultClient.
+	HTTPClient *http.Client
+	// ReadyTimeout bounds the wait for a node to be ready after a change
+	// (default 10m).
+	ReadyTimeout time.Duration
+	// KubeconfigDir receives <cluster>.yaml, each cluster's kubeconfig
+	// (0600); empty: none is written.
+	KubeconfigDir string
+	// KubeConfig is the file kubeconfig.merge merges into (normally
+	// ~/.kube/config); empty: merging is refused.
+	KubeConfig string
+	// SSH tunes the SSH connections (dial timeout, agent socket).
+	SSH remote.Options
+	// Logger receives the provider's log; nil discards it.
+	Logger *slog.Logger
+}
+
+// Provider is the K3s provider. It is safe for concurrent use; Close
+// closes its SSH connections.
+type Provider struct {
+	cfg  Config
+	log  *slog.Logger
+	pool *remote.Pool
+	bins *binaryStore
+
+	// locs are where the nodes this provider applied or read are, by
+	// name: a cluster's Apply, which runs after its nodes', finds them
+	// there.
+	locs sync.Map // string → *location
+}
+
+var (
+	_ registry.Provider = (*Provider)(nil)
+	_ registry.Planner  = (*Provider)(nil)
+)
+
+// New returns a provider. It connects to nothing.
+func New(cfg Config) (*Provider, error) {
+	if cfg.BinaryDir == "" {
+		return nil, errcode.New(errcode.Invalid, "k3s: Config.BinaryDir is required: where k3s binaries are kept")
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = 10 * time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	sshOpts := cfg.SSH
+	if sshOpts.Logger == nil {
+		sshOpts.Logger = cfg.Logger
+	}
+	rel := cfg.ReleaseURL
+	if rel == "" {
+		rel = DefaultReleaseURL
+	}
+	if cfg.Offline {
+		rel = ""
+	}
+	return &Provider{
+		cfg:  cfg,
+		log:  cfg.Logger,
+		pool: remote.NewPool(sshOpts),
+		bins: &binaryStore{dir: cfg.BinaryDir, releaseURL: rel, client: cfg.HTTPClient},
+	}, nil
+}
+
+// located returns where node name is, if this provider applied or read
+// it.
+func (p *Provider) located(name string) (*location, bool) {
+	v, ok := p.locs.Load(name)
+	if !ok {
+		return nil, false
+	}
+	return v.(*location), true
+}
+
+// Close closes the provider's SSH connections.
+func (p *Provider) Close() error { return p.pool.Close() }
+
+// Pool is the provider's SSH pool: Pool().Opened tells how many
+// connections it made to a host.
+func (p *Provider) Pool() *remote.Pool { return p.pool }
+
+// Name returns "k3s".
+func (p *Provider) Name() string { return Name }
+
+// nodeSecrets are the secret fields of a Node.
+var nodeSecrets = []string{"spec.token", "spec.agentToken", "status.token", "status.agentToken", "status.kubeconfig"}
+
+// Kinds returns Cluster, Node and K3sNode.
+func (p *Provider) Kinds() []registry.Kind {
+	node := func(kind, plural string) registry.Kind {
+		return registry.Kind{
+			Kind: kind, Plural: plural, ReadsPrior: true, SecretFields: nodeSecrets,
+			Columns: []registry.Column{
+				{Name: "ROLE", Field: "status.role"}, {Name: "PHASE", Field: "status.phase"},
+				{Name: "VERSION", Field: "status.version"}, {Name: "ADDRESS", Field: "status.address"},
+				{Name: "CLUSTER", Field: "spec.cluster", Wide: true},
+			},
+		}
+	}
+	return []registry.Kind{
+		{
+			Kind: KindCluster, Plural: "clusters", ShortNames: []string{"k3s"}, Composite: true, ReadsPrior: true,
+			SecretFields: []string{"status.token", "status.agentToken", "status.kubeconfig"},
+			Columns: []registry.Column{
+				{Name: "PHASE", Field: "status.phase"}, {Name: "VERSION", Field: "status.version"},
+				{Name: "ENDPOINT", Field: "status.endpoint"}, {Name: "NODES", Field: "status.readyNodes"},
+			},
+		},
+		node(KindNode, "nodes"),
+		node(KindK3sNode, "k3snodes"),
+	}
+}
+
+// Get reads a resource live: a node from its host (located through its
+// recorded status), a cluster from its nodes.
+func (p *Provider) Get(ctx context.Context, id manifest.ID) (*manifest.Resource, error) {
+	switch id.Kind {
+	case KindNode, KindK3sNode:
+		return p.getNode(ctx, id)
+	case KindCluster:
+		return p.getCluster(ctx, id)
+	}
+	return nil, unknownKind(id.Kind)
+}
+
+// Apply installs (or checks) a node, or gathers a cluster whose nodes the
+// engine applied.
+func (p *Provider) Apply(ctx context.Context, r *manifest.Resource) (*manifest.Resource, error) {
+	switch r.Kind {
+	case KindNode, KindK3sNode:
+		return p.applyNode(ctx, r)
+	case KindCluster:
+		return p.applyCluster(ctx, r)
+	}
+	return nil, unknownKind(r.Kind)
+}
+
+// Delete uninstalls a node; a cluster's nodes are deleted by the engine
+// before it, and deleting the cluster itself removes its kubeconfig.
+func (p *Provider) Delete(ctx context.Context, id manifest.ID) error {
+	switch id.Kind {
+	case KindNode, KindK3sNode:
+		return p.deleteNode(ctx, id)
+	case KindCluster:
+		return p.deleteCluster(ctx, id)
+	}
+	return unknownKind(id.Kind)
+}
+
+func unknownKind(kind string) error {
+	return errcode.New(errcode.Invalid, fmt.Sprintf("k3s: kind %q is not served (Cluster, Node, K3sNode)", kind))
+}
+
+// kubeconfigPath is where a cluster's kubeconfig goes; "" when none is
+// written.
+func (p *Provider) kubeconfigPath(cluster string) string {
+	if p.cfg.KubeconfigDir == "" {
+		return ""
+	}
+	return filepath.Join(p.cfg.KubeconfigDir, cluster+".yaml")
+}
+
+// homeDir expands a leading ~/ in path.
+func homeDir(path string) string {
+	if rest, ok := cutHome(path); ok {
+		if h, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(h, rest)
+		}
+	}
+	return path
+}
+
+func cutHome(path string) (string, bool) {
+	if len(path) >= 2 && path[:2] == "~/" {
+		return path[2:], true
+	}
+	return "", false
+}

@@ -1,0 +1,506 @@
+package k3s
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/openctl/openctl/manifest"
+)
+
+// The roles of a node.
+const (
+	RoleServer = "server"
+	RoleAgent  = "agent"
+)
+
+// ClusterSpec is the spec of a k3s.openctl.io/v1 Cluster: a K3s cluster on
+// Proxmox VMs (Compute) or on existing machines (Hosts).
+type ClusterSpec struct {
+	// Hosts are existing machines, each a server or an agent; they
+	// replace Compute and Nodes.
+	Hosts []HostSpec `json:"hosts,omitempty"`
+	// Compute places the nodes on Proxmox VE VMs the cluster creates.
+	Compute *ComputeSpec `json:"compute,omitempty"`
+	// Nodes says how many servers and workers to create on Compute.
+	Nodes *NodesSpec `json:"nodes,omitempty"`
+	// Network configures the VMs' network (Compute only).
+	Network *NetworkSpec `json:"network,omitempty"`
+	// K3s configures k3s itself.
+	K3s K3sSpec `json:"k3s"`
+	// SSH is how openctl logs in to the nodes.
+	SSH SSHSpec `json:"ssh"`
+	// VIP is a virtual IP, held by kube-vip on one server at a time,
+	// that carries the API endpoint; without one the endpoint is the
+	// first server, a single point of failure.
+	VIP *VIPSpec `json:"vip,omitempty"`
+	// TLSSANs are further names and addresses for the API certificate.
+	TLSSANs []string `json:"tlsSANs,omitempty"`
+	// Kubeconfig says where the cluster's kubeconfig goes besides
+	// ~/.openctl/kubeconfigs/<name>.yaml.
+	Kubeconfig *KubeconfigSpec `json:"kubeconfig,omitempty"`
+}
+
+// HostSpec is an existing machine of a Cluster.
+type HostSpec struct {
+	// Name is the node's name (and the Node resource's).
+	Name string `json:"name"`
+	// Address is the machine's IP address (or DNS name) for SSH and the
+	// node IP.
+	Address string `json:"address"`
+	// Role is server or agent.
+	Role string `json:"role"`
+	// SSHHostKey pins the machine's SSH host key ("ssh-ed25519 AAAA…");
+	// without it the key must be in known_hosts (or trusted on first
+	// use).
+	SSHHostKey string `json:"sshHostKey,omitempty"`
+}
+
+// ComputeSpec places a cluster's nodes on Proxmox VE.
+type ComputeSpec struct {
+	// Provider is the compute provider: proxmox.
+	Provider string `json:"provider"`
+	// Context names the Proxmox context; empty: the default one.
+	Context string `json:"context,omitempty"`
+	// Image is the template the VMs are cloned from.
+	Image ImageSpec `json:"image"`
+	// Default sizes every VM a pool does not size.
+	Default *SizeSpec `json:"default,omitempty"`
+	// Nodes are the Proxmox nodes VMs may go on; control planes are
+	// spread across them.
+	Nodes []string `json:"nodes,omitempty"`
+}
+
+// ImageSpec names a VM template.
+type ImageSpec struct {
+	Template string `json:"template"`
+}
+
+// SizeSpec sizes a VM.
+type SizeSpec struct {
+	CPUs     int `json:"cpus,omitempty"`
+	MemoryMB int `json:"memoryMB,omitempty"`
+	DiskGB   int `json:"diskGB,omitempty"`
+}
+
+// NodesSpec counts a cluster's servers and workers.
+type NodesSpec struct {
+	ControlPlane PoolSpec   `json:"controlPlane"`
+	Workers      []PoolSpec `json:"workers,omitempty"`
+}
+
+// PoolSpec is a group of identical nodes.
+type PoolSpec struct {
+	// Name names the pool's nodes: <cluster>-<name>-<i>. Control planes
+	// are <cluster>-cp-<i>.
+	Name  string    `json:"name,omitempty"`
+	Count int       `json:"count"`
+	Size  *SizeSpec `json:"size,omitempty"`
+	// Nodes restricts the pool to these Proxmox nodes.
+	Nodes []string `json:"nodes,omitempty"`
+}
+
+// NetworkSpec configures the VMs' network.
+type NetworkSpec struct {
+	Bridge string `json:"bridge,omitempty"`
+	// DHCP (the default) or StaticIPs, handed out in order from StartIP.
+	DHCP      *bool          `json:"dhcp,omitempty"`
+	StaticIPs *StaticIPsSpec `json:"staticIPs,omitempty"`
+}
+
+// StaticIPsSpec is a range of static addresses for the VMs.
+type StaticIPsSpec struct {
+	StartIP string `json:"startIP"`
+	Gateway string `json:"gateway"`
+	Netmask string `json:"netmask"`
+}
+
+// K3sSpec configures k3s.
+type K3sSpec struct {
+	// Version is the k3s release, e.g. v1.37.2+k3s1. Required.
+	Version string `json:"version"`
+	// ClusterCIDR and ServiceCIDR are k3s's pod and service networks
+	// (defaults 10.42.0.0/16 and 10.43.0.0/16).
+	ClusterCIDR string `json:"clusterCIDR,omitempty"`
+	ServiceCIDR string `json:"serviceCIDR,omitempty"`
+	// Flannel configures the pod network.
+	Flannel *FlannelSpec `json:"flannel,omitempty"`
+	// Disable lists packaged components not to run (traefik, servicelb…).
+	Disable []string `json:"disable,omitempty"`
+	// ExtraArgs are further k3s flags for every node ("--kubelet-arg=…").
+	ExtraArgs []string `json:"extraArgs,omitempty"`
+}
+
+// FlannelSpec configures flannel.
+type FlannelSpec struct {
+	Backend string `json:"backend,omitempty"`
+	Iface   string `json:"iface,omitempty"`
+}
+
+// SSHSpec is how openctl logs in to the nodes.
+type SSHSpec struct {
+	// User logs in (default root; another user needs passwordless sudo).
+	User string `json:"user,omitempty"`
+	// Port is the SSH port (default 22).
+	Port int `json:"port,omitempty"`
+	// PrivateKeyPath is the key to log in with; empty: the SSH agent's.
+	PrivateKeyPath string `json:"privateKeyPath,omitempty"`
+	// PublicKeys go into the VMs' cloud-init (Compute only).
+	PublicKeys []string `json:"publicKeys,omitempty"`
+	// KnownHosts are known_hosts files for hosts whose key is not pinned
+	// (default ~/.ssh/known_hosts).
+	KnownHosts []string `json:"knownHosts,omitempty"`
+	// TrustOnFirstUse records the key of a host nothing pins or knows,
+	// with a warning, instead of refusing it.
+	TrustOnFirstUse bool `json:"trustOnFirstUse,omitempty"`
+}
+
+// VIPSpec is the cluster's virtual IP.
+type VIPSpec struct {
+	Address   string `json:"address"`
+	Interface string `json:"interface,omitempty"`
+}
+
+// KubeconfigSpec says where the kubeconfig goes.
+type KubeconfigSpec struct {
+	// Merge merges it into ~/.kube/config, under Context.
+	Merge bool `json:"merge,omitempty"`
+	// Context is the context name (default: the cluster's name).
+	Context string `json:"context,omitempty"`
+}
+
+var (
+	versionRe = regexp.MustCompile(`^v1\.(\d+)\.(\d+)\+k3s(\d+)$`)
+	argRe     = regexp.MustCompile(`^--[a-z0-9][a-z0-9-]*(=.*)?$`)
+	nameRe    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+)
+
+// disableable are the packaged components --disable takes.
+var disableable = []string{"coredns", "servicelb", "traefik", "local-storage", "metrics-server", "runtimes"}
+
+// DecodeClusterSpec decodes and validates a Cluster's spec. Errors match
+// errcode.Invalid and name the file, line and field path.
+func DecodeClusterSpec(r *manifest.Resource) (*ClusterSpec, error) {
+	var s ClusterSpec
+	if err := manifest.DecodeSpec(r.Spec, &s); err != nil {
+		return nil, located(r, err)
+	}
+	if err := s.validate(); err != nil {
+		return nil, located(r, err)
+	}
+	return &s, nil
+}
+
+// located adds r's file and line to a spec error.
+func located(r *manifest.Resource, err error) error {
+	if me, ok := err.(*manifest.Error); ok {
+		me.File, me.Line = r.Source.File, r.Source.Line
+		me.Msg = r.Kind + " " + r.Metadata.Name + ": " + me.Msg
+		return me
+	}
+	return err
+}
+
+func invalid(field, format string, args ...any) error {
+	return &manifest.Error{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (s *ClusterSpec) validate() error {
+	if err := s.K3s.validate("spec.k3s"); err != nil {
+		return err
+	}
+	if err := s.SSH.validate("spec.ssh"); err != nil {
+		return err
+	}
+	switch {
+	case len(s.Hosts) > 0 && (s.Compute != nil || s.Nodes != nil):
+		return invalid("spec.hosts", "existing hosts replace compute and nodes: give one or the other")
+	case len(s.Hosts) > 0:
+		if err := s.validateHosts(); err != nil {
+			return err
+		}
+	case s.Compute == nil:
+		return invalid("spec", "a cluster needs hosts (existing machines) or compute (VMs to create)")
+	default:
+		if err := s.validateCompute(); err != nil {
+			return err
+		}
+	}
+	if s.VIP != nil {
+		if _, err := netip.ParseAddr(s.VIP.Address); err != nil {
+			return invalid("spec.vip.address", "not an IP address: %q", s.VIP.Address)
+		}
+	}
+	for i, san := range s.TLSSANs {
+		if san == "" || strings.ContainsAny(san, " \t\n,") {
+			return invalid(fmt.Sprintf("spec.tlsSANs[%d]", i), "not a name or an address: %q", san)
+		}
+	}
+	if k := s.Kubeconfig; k != nil && k.Context != "" && !nameRe.MatchString(k.Context) {
+		return invalid("spec.kubeconfig.context", "must be a DNS-1123 label, got %q", k.Context)
+	}
+	return nil
+}
+
+func (s *ClusterSpec) validateHosts() error {
+	names := map[string]bool{}
+	servers := 0
+	for i, h := range s.Hosts {
+		p := fmt.Sprintf("spec.hosts[%d]", i)
+		if !nameRe.MatchString(h.Name) {
+			return invalid(p+".name", "must be a DNS-1123 label, got %q", h.Name)
+		}
+		if names[h.Name] {
+			return invalid(p+".name", "%s is listed twice", h.Name)
+		}
+		names[h.Name] = true
+		if h.Address == "" {
+			return invalid(p+".address", "required: the machine's IP address or DNS name")
+		}
+		switch h.Role {
+		case RoleServer:
+			servers++
+		case RoleAgent:
+		default:
+			return invalid(p+".role", "must be server or agent, got %q", h.Role)
+		}
+		if h.SSHHostKey != "" {
+			if err := checkHostKey(h.SSHHostKey); err != nil {
+				return invalid(p+".sshHostKey", "%v", err)
+			}
+		}
+	}
+	return checkQuorum("spec.hosts", servers)
+}
+
+func (s *ClusterSpec) validateCompute() error {
+	c := s.Compute
+	if c.Provider != "proxmox" {
+		return invalid("spec.compute.provider", "must be proxmox, got %q", c.Provider)
+	}
+	if c.Image.Template == "" {
+		return invalid("spec.compute.image.template", "required: the VM template to clone")
+	}
+	if s.Nodes == nil {
+		return invalid("spec.nodes", "required with compute: how many control planes and workers")
+	}
+	if err := checkQuorum("spec.nodes.controlPlane.count", s.Nodes.ControlPlane.Count); err != nil {
+		return err
+	}
+	names := map[string]bool{"cp": true}
+	for i, w := range s.Nodes.Workers {
+		p := fmt.Sprintf("spec.nodes.workers[%d]", i)
+		if w.Name == "" {
+			w.Name = "worker"
+		}
+		if !nameRe.MatchString(w.Name) || names[w.Name] {
+			return invalid(p+".name", "must be a unique DNS-1123 label other than cp, got %q", w.Name)
+		}
+		names[w.Name] = true
+		if w.Count < 0 || w.Count > 100 {
+			return invalid(p+".count", "must be from 0 to 100, got %d", w.Count)
+		}
+	}
+	if n := s.Network; n != nil && n.StaticIPs != nil {
+		if _, err := netip.ParseAddr(n.StaticIPs.StartIP); err != nil {
+			return invalid("spec.network.staticIPs.startIP", "not an IP address: %q", n.StaticIPs.StartIP)
+		}
+		if _, err := netip.ParseAddr(n.StaticIPs.Gateway); err != nil {
+			return invalid("spec.network.staticIPs.gateway", "not an IP address: %q", n.StaticIPs.Gateway)
+		}
+	}
+	return nil
+}
+
+// checkQuorum refuses server counts that cannot keep an etcd quorum
+// well: zero, and even numbers, which tolerate no more failures than the
+// odd number below them.
+func checkQuorum(field string, servers int) error {
+	switch {
+	case servers < 1:
+		return invalid(field, "a cluster needs at least one server")
+	case servers%2 == 0:
+		return invalid(field, "%d servers: etcd needs a majority, so %d tolerate as many failures as %d and split evenly; use 1, 3, 5 or 7", servers, servers, servers-1)
+	case servers > 7:
+		return invalid(field, "%d servers: more than 7 only slows etcd down; use 1, 3, 5 or 7", servers)
+	}
+	return nil
+}
+
+func (k *K3sSpec) validate(p string) error {
+	if !versionRe.MatchString(k.Version) {
+		return invalid(p+".version", "must be a k3s release such as v1.37.2+k3s1, got %q", k.Version)
+	}
+	for _, c := range []struct{ field, v string }{{"clusterCIDR", k.ClusterCIDR}, {"serviceCIDR", k.ServiceCIDR}} {
+		if c.v == "" {
+			continue
+		}
+		if _, err := netip.ParsePrefix(c.v); err != nil {
+			return invalid(p+"."+c.field, "not a CIDR: %q", c.v)
+		}
+	}
+	for i, d := range k.Disable {
+		if !slices.Contains(disableable, d) {
+			return invalid(fmt.Sprintf("%s.disable[%d]", p, i), "must be one of %s, got %q", strings.Join(disableable, ", "), d)
+		}
+	}
+	if f := k.Flannel; f != nil && f.Backend != "" && !slices.Contains([]string{"vxlan", "host-gw", "wireguard-native", "none"}, f.Backend) {
+		return invalid(p+".flannel.backend", "must be vxlan, host-gw, wireguard-native or none, got %q", f.Backend)
+	}
+	return checkArgs(p+".extraArgs", k.ExtraArgs)
+}
+
+// checkArgs refuses extra arguments that are not --flag or --flag=value,
+// and the flags openctl sets itself.
+func checkArgs(field string, args []string) error {
+	for i, a := range args {
+		if !argRe.MatchString(a) {
+			return invalid(fmt.Sprintf("%s[%d]", field, i), "must be --flag or --flag=value, got %q", a)
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if slices.Contains(ownFlags, name) {
+			return invalid(fmt.Sprintf("%s[%d]", field, i), "--%s is set by openctl from the spec", name)
+		}
+	}
+	return nil
+}
+
+// ownFlags are the flags openctl writes into a node's configuration.
+var ownFlags = []string{"token", "token-file", "agent-token", "agent-token-file", "server", "cluster-init", "node-name", "node-ip", "tls-san", "data-dir", "write-kubeconfig", "write-kubeconfig-mode", "config"}
+
+func (s *SSHSpec) validate(p string) error {
+	if s.Port < 0 || s.Port > 65535 {
+		return invalid(p+".port", "must be a TCP port, got %d", s.Port)
+	}
+	if s.User != "" && !regexp.MustCompile(`^[a-z_][a-z0-9_-]*\$?$`).MatchString(s.User) {
+		return invalid(p+".user", "not a user name: %q", s.User)
+	}
+	return nil
+}
+
+func checkHostKey(k string) error {
+	if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(k)); err != nil {
+		return fmt.Errorf("not an SSH public key (\"ssh-ed25519 AAAA…\"): %v", err)
+	}
+	return nil
+}
+
+// NodeSpec is the spec of a k3s.openctl.io/v1 Node (the seed's K3sNode):
+// k3s as a server or an agent on one machine reached over SSH. A Cluster
+// plans one per server and worker; a Node can also be applied alone to
+// add an existing machine to a cluster.
+type NodeSpec struct {
+	// Cluster names the Cluster the node belongs to.
+	Cluster string `json:"cluster,omitempty"`
+	// Role is server or agent.
+	Role string `json:"role"`
+	// Init makes the node the first server of a new cluster
+	// (--cluster-init); every other node joins through Server.
+	Init bool `json:"init,omitempty"`
+	// Address is the machine's IP address or DNS name (often a $ref to
+	// its VM's status.ip).
+	Address string `json:"address"`
+	// SSHHostKey pins the machine's SSH host key (often a $ref to its
+	// VM's status.sshHostKey).
+	SSHHostKey string `json:"sshHostKey,omitempty"`
+	// SSH is how openctl logs in.
+	SSH SSHSpec `json:"ssh"`
+	// K3s configures k3s; the values k3s requires to match on every
+	// server (CIDRs, flannel, disabled components) come from the
+	// cluster.
+	K3s K3sSpec `json:"k3s"`
+	// Server is the URL a joining node registers with
+	// (https://<first server or VIP>:6443); empty for the first server.
+	Server string `json:"server,omitempty"`
+	// Token is the cluster's server token: the first server's own (empty:
+	// generated), and for every joiner the full K10… form, so that the
+	// cluster's CA is checked. Secret.
+	Token string `json:"token,omitempty"`
+	// AgentToken is the token agents join with. Secret.
+	AgentToken string `json:"agentToken,omitempty"`
+	// After orders joins: the node is applied after the resources these
+	// $refs name (servers join one at a time). Their values are unused.
+	After []any `json:"after,omitempty"`
+	// TLSSANs are further names and addresses for a server's API
+	// certificate (the VIP among them).
+	TLSSANs []string `json:"tlsSANs,omitempty"`
+	// VIP, on servers, deploys kube-vip holding this address.
+	VIP *VIPSpec `json:"vip,omitempty"`
+	// Labels and Taints are set when the node first registers
+	// ("key=value", "key=value:NoSchedule").
+	Labels []string `json:"labels,omitempty"`
+	Taints []string `json:"taints,omitempty"`
+	// ExtraArgs are further k3s flags for this node.
+	ExtraArgs []string `json:"extraArgs,omitempty"`
+}
+
+// DecodeNodeSpec decodes and validates a Node's spec. Errors match
+// errcode.Invalid and name the file, line and field path.
+func DecodeNodeSpec(r *manifest.Resource) (*NodeSpec, error) {
+	var s NodeSpec
+	if err := manifest.DecodeSpec(r.Spec, &s); err != nil {
+		return nil, located(r, err)
+	}
+	if err := s.validate(); err != nil {
+		return nil, located(r, err)
+	}
+	return &s, nil
+}
+
+var (
+	labelRe = regexp.MustCompile(`^[a-zA-Z0-9./_-]+=[a-zA-Z0-9._-]*$`)
+	taintRe = regexp.MustCompile(`^[a-zA-Z0-9./_-]+(=[a-zA-Z0-9._-]*)?:(NoSchedule|PreferNoSchedule|NoExecute)$`)
+)
+
+func (s *NodeSpec) validate() error {
+	switch s.Role {
+	case RoleServer:
+	case RoleAgent:
+		if s.Init {
+			return invalid("spec.init", "only a server can start a cluster")
+		}
+	default:
+		return invalid("spec.role", "must be server or agent, got %q", s.Role)
+	}
+	if s.Address == "" {
+		return invalid("spec.address", "required: the machine's IP address or DNS name")
+	}
+	if s.SSHHostKey != "" {
+		if err := checkHostKey(s.SSHHostKey); err != nil {
+			return invalid("spec.sshHostKey", "%v", err)
+		}
+	}
+	if err := s.SSH.validate("spec.ssh"); err != nil {
+		return err
+	}
+	if err := s.K3s.validate("spec.k3s"); err != nil {
+		return err
+	}
+	switch {
+	case s.Init && s.Server != "":
+		return invalid("spec.server", "the first server (init) joins no one")
+	case !s.Init && s.Server == "":
+		return invalid("spec.server", "required: the URL of a server of the cluster to join (https://host:6443)")
+	case !s.Init && !strings.HasPrefix(s.Server, "https://"):
+		return invalid("spec.server", "must be an https:// URL, got %q", s.Server)
+	case !s.Init && s.Role == RoleServer && !strings.HasPrefix(s.Token, "K10"):
+		return invalid("spec.token", "a joining server needs the cluster's full token (K10…), which pins its CA")
+	case !s.Init && s.Role == RoleAgent && s.AgentToken == "" && s.Token == "":
+		return invalid("spec.agentToken", "required: the token agents join with")
+	}
+	for i, l := range s.Labels {
+		if !labelRe.MatchString(l) {
+			return invalid(fmt.Sprintf("spec.labels[%d]", i), "must be key=value, got %q", l)
+		}
+	}
+	for i, t := range s.Taints {
+		if !taintRe.MatchString(t) {
+			return invalid(fmt.Sprintf("spec.taints[%d]", i), "must be key[=value]:NoSchedule|PreferNoSchedule|NoExecute, got %q", t)
+		}
+	}
+	return checkArgs("spec.extraArgs", s.ExtraArgs)
+}
