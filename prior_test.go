@@ -19,7 +19,7 @@ import (
 // state: status.where, as the engine last recorded it.
 type located struct {
 	*providertest.Fake
-	gets, withPrior int
+	gets, withPrior  int
 	deletesWithPrior int
 }
 

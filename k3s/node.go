@@ -140,7 +140,6 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 	return out, nil
 }
 
-
 // firstOf returns the first non-empty string.
 func firstOf(ss ...string) string {
 	for _, s := range ss {
