@@ -87,7 +87,12 @@ func (a *app) actionCmd(p registry.DriverInfo, name string, specs []registry.Act
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			kr, err := a.resolveKind(args[0])
+			// Among this provider's kinds first: "node" is both a K3s
+			// and a Proxmox kind, and here it can only mean this one.
+			kr, err := a.resolveKind(args[0] + "." + p.Name)
+			if err != nil {
+				kr, err = a.resolveKind(args[0])
+			}
 			if err != nil {
 				return err
 			}

@@ -81,11 +81,14 @@ func (a *app) validationRegistry(ctx context.Context) (reg *registry.Registry, u
 				return nil, err
 			}
 			info := d.Info()
-			if len(dc.Contexts()) == 0 {
+			p, err := d.Open(ctx, dc, registry.OpenOptions{Logger: a.log, Registry: reg})
+			if err != nil && len(dc.Contexts()) == 0 {
+				// Not configured: a provider without contexts that
+				// cannot open without them.
 				unchecked.add(info.Name)
 				return unvalidated{info}, nil
 			}
-			return d.Open(ctx, dc, registry.OpenOptions{Logger: a.log, Registry: reg})
+			return p, err
 		}); err != nil {
 			return nil, nil, err
 		}

@@ -139,6 +139,7 @@ func (c *Config) Section(provider string) *Section {
 		exists: c.Path != "",
 		node:   c.meta.sections[provider],
 		getenv: c.meta.getenv,
+		home:   c.meta.home,
 		pos:    map[string]position{},
 	}
 }

@@ -21,6 +21,7 @@ type Section struct {
 	exists bool                // the file exists
 	node   *yaml.Node          // the section's node; nil when the file has none
 	getenv func(string) string // the environment Load read, for ~
+	home   string              // openctl's home directory; "" if unknown
 	pos    map[string]position // field path → where its key is, filled by Decode
 }
 
@@ -38,6 +39,12 @@ func NewSection(name, file string, data []byte) (*Section, error) {
 	}
 	return s, nil
 }
+
+// Home returns openctl's home directory as LoadEnv saw it —
+// $OPENCTL_HOME, else ~/.openctl — or "" when there is none (a Section
+// made by NewSection): where a driver keeps its own files by default
+// (a cache, downloaded binaries).
+func (s *Section) Home() string { return s.home }
 
 // Name returns the provider's name.
 func (s *Section) Name() string { return s.name }

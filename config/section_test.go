@@ -301,3 +301,17 @@ func TestSectionDescribe(t *testing.T) {
 		})
 	}
 }
+
+func TestSectionHome(t *testing.T) {
+	home := t.TempDir()
+	oc := filepath.Join(home, "oc")
+	cfg, _, err := config.LoadEnv(filepath.Join(home, "none.yaml"), envOf(home, config.EnvHome, oc))
+	require.NoError(t, err)
+	assert.Equal(t, oc, cfg.Section("k3s").Home(), "$OPENCTL_HOME")
+	cfg, _, err = config.LoadEnv(filepath.Join(home, "none.yaml"), envOf(home))
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(home, ".openctl"), cfg.Section("k3s").Home(), "else ~/.openctl")
+	sec, err := config.NewSection("k3s", "", nil)
+	require.NoError(t, err)
+	assert.Empty(t, sec.Home())
+}

@@ -3,6 +3,7 @@ package k3s
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/refs"
 	"github.com/openctl/openctl/registry"
 	"github.com/openctl/openctl/remote"
 )
@@ -72,8 +74,10 @@ type Provider struct {
 }
 
 var (
-	_ registry.Provider = (*Provider)(nil)
-	_ registry.Planner  = (*Provider)(nil)
+	_ registry.Provider  = (*Provider)(nil)
+	_ registry.Planner   = (*Provider)(nil)
+	_ registry.Validator = (*Provider)(nil)
+	_ io.Closer          = (*Provider)(nil)
 )
 
 // New returns a provider. It connects to nothing.
@@ -143,15 +147,16 @@ func (p *Provider) Kinds() []registry.Kind {
 	}
 	return []registry.Kind{
 		{
-			Kind: KindCluster, Plural: "clusters", ShortNames: []string{"k3s"}, Composite: true, ReadsPrior: true,
+			Kind: KindCluster, Plural: "clusters", Composite: true, ReadsPrior: true,
 			SecretFields: []string{"status.token", "status.agentToken", "status.kubeconfig"},
 			Columns: []registry.Column{
 				{Name: "PHASE", Field: "status.phase"}, {Name: "VERSION", Field: "status.version"},
 				{Name: "ENDPOINT", Field: "status.endpoint"}, {Name: "NODES", Field: "status.readyNodes"},
 			},
 		},
-		node(KindNode, "nodes"),
-		node(KindK3sNode, "k3snodes"),
+		// "nodes" is Proxmox's: a K3s node is a k3snode.
+		node(KindNode, "k3snodes"),
+		node(KindK3sNode, ""),
 	}
 }
 
@@ -219,4 +224,25 @@ func cutHome(path string) (string, bool) {
 		return path[2:], true
 	}
 	return "", false
+}
+
+// Validate checks a Cluster's or a Node's spec without contacting
+// anything. A Node whose spec holds $ref markers is checked when they
+// are resolved, right before it is applied.
+func (p *Provider) Validate(_ context.Context, r *manifest.Resource) error {
+	if r.APIVersion != APIVersion {
+		return errcode.New(errcode.Invalid, fmt.Sprintf("k3s: apiVersion %q is not served (%s)", r.APIVersion, APIVersion))
+	}
+	switch r.Kind {
+	case KindCluster:
+		_, err := DecodeClusterSpec(r)
+		return err
+	case KindNode, KindK3sNode:
+		if deps, err := refs.Dependencies(r); err != nil || len(deps) > 0 {
+			return err
+		}
+		_, err := DecodeNodeSpec(r)
+		return err
+	}
+	return unknownKind(r.Kind)
 }

@@ -309,21 +309,32 @@ func (r *Registry) Kinds() []KindRef {
 
 // ResolveKind finds a kind by the names a CLI accepts: the kind itself
 // (case-insensitive), its plural or a short name, optionally qualified by
-// provider as "vm.proxmox" (KIND.PROVIDER). An unknown name is an Invalid error; a name
-// two providers share is an Invalid error asking for the qualified form.
+// provider as "vm.proxmox" (KIND.PROVIDER). A plural or short name wins
+// over another kind's bare name. An unknown name is an Invalid error; a
+// name two providers share is an Invalid error asking for the qualified
+// form.
 func (r *Registry) ResolveKind(name string) (KindRef, error) {
 	want, provider, _ := strings.Cut(strings.ToLower(name), ".")
 	if want == "" {
 		return KindRef{}, errcode.New(errcode.Invalid, fmt.Sprintf("registry: unknown kind %q", name))
 	}
-	var matches []KindRef
+	// A plural or a short name someone chose for a kind wins over the
+	// bare name of another kind: "node" is Proxmox's short name for its
+	// Node, and only the name of the K3s Node kind (node.k3s).
+	var matches, byKind []KindRef
 	for _, k := range r.Kinds() {
 		if provider != "" && k.Provider != provider {
 			continue
 		}
-		if strings.ToLower(k.Kind.Kind) == want || k.Plural == want || slices.Contains(k.ShortNames, want) {
+		switch {
+		case k.Plural == want || slices.Contains(k.ShortNames, want):
 			matches = append(matches, k)
+		case strings.ToLower(k.Kind.Kind) == want:
+			byKind = append(byKind, k)
 		}
+	}
+	if len(matches) == 0 {
+		matches = byKind
 	}
 	switch len(matches) {
 	case 1:

@@ -546,3 +546,22 @@ func TestConcurrentUse(t *testing.T) {
 	assert.ErrorIs(t, err, errcode.Invalid, "Thing is served by every provider")
 	require.NoError(t, reg.Close())
 }
+
+// A short name or plural someone chose wins over another kind's bare
+// name: Proxmox's Node is "node" to its users, the K3s Node is node.k3s.
+func TestResolveKindNamesBeatKinds(t *testing.T) {
+	var reg registry.Registry
+	require.NoError(t, reg.Register(
+		newStub("proxmox", registry.Kind{Kind: "Node", Plural: "nodes", ShortNames: []string{"node"}}),
+		newStub("k3s", registry.Kind{Kind: "Node", Plural: "k3snodes"}),
+	))
+	got, err := reg.ResolveKind("node")
+	require.NoError(t, err)
+	assert.Equal(t, "proxmox", got.Provider)
+	got, err = reg.ResolveKind("Node.k3s")
+	require.NoError(t, err)
+	assert.Equal(t, "k3s", got.Provider)
+	got, err = reg.ResolveKind("k3snodes")
+	require.NoError(t, err)
+	assert.Equal(t, "k3s", got.Provider)
+}

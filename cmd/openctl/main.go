@@ -1,7 +1,7 @@
 // Command openctl is the reference command-line tool of the openctl
 // library: kubectl-style apply, plan, get, describe and delete of
 // Kubernetes-style manifests through the providers compiled into it (the
-// Proxmox VE provider), with state kept in files or PostgreSQL.
+// Proxmox VE and K3s providers), with state kept in files or PostgreSQL.
 //
 //	openctl apply --sandbox -f examples/vms.yaml   # against a built-in Proxmox VE simulator
 //	openctl apply -f vms.yaml                      # against the Proxmox VE in ~/.openctl/config.yaml
@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openctl/openctl/cli"
+	"github.com/openctl/openctl/k3s"
 	"github.com/openctl/openctl/proxmox"
 	"github.com/openctl/openctl/registry"
 	"github.com/openctl/openctl/state"
@@ -29,7 +30,7 @@ import (
 // the Proxmox VE simulator server as "openctl sandbox".
 func options() cli.Options {
 	return cli.Options{
-		Drivers:  []registry.Driver{proxmox.Driver{}},
+		Drivers:  []registry.Driver{proxmox.Driver{}, k3s.Driver{}},
 		Backends: []state.Backend{state.FileBackend{}, postgres.Backend{}},
 		Commands: []*cobra.Command{sandboxCmd()},
 	}
