@@ -1,0 +1,214 @@
+package k3s_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/k3s"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/refs"
+)
+
+func decodeOne(t *testing.T, yaml string) *manifest.Resource {
+	t.Helper()
+	rs, err := manifest.DecodeBytes([]byte(yaml), "cluster.yaml")
+	require.NoError(t, err)
+	require.Len(t, rs, 1)
+	return rs[0]
+}
+
+func newOffline(t *testing.T) *k3s.Provider {
+	t.Helper()
+	p, err := k3s.New(k3s.Config{BinaryDir: t.TempDir(), Offline: true})
+	require.NoError(t, err)
+	return p
+}
+
+const hostsCluster = `apiVersion: k3s.openctl.io/v1
+kind: Cluster
+metadata:
+  name: lab
+spec:
+  k3s:
+    version: v1.37.2+k3s1
+    clusterCIDR: 10.42.0.0/16
+    disable: [traefik]
+  ssh:
+    user: ubuntu
+  vip:
+    address: 10.0.0.100
+  hosts:
+    - {name: a1, address: 10.0.0.21, role: agent}
+    - {name: s1, address: 10.0.0.11, role: server}
+    - {name: s2, address: 10.0.0.12, role: server}
+    - {name: s3, address: 10.0.0.13, role: server}
+    - {name: a2, address: 10.0.0.22, role: agent}
+`
+
+func TestPlanHosts(t *testing.T) {
+	p := newOffline(t)
+	children, err := p.Plan(t.Context(), decodeOne(t, hostsCluster))
+	require.NoError(t, err)
+	var names []string
+	byName := map[string]*manifest.Resource{}
+	for _, c := range children {
+		assert.Equal(t, k3s.KindNode, c.Kind)
+		names = append(names, c.Metadata.Name)
+		byName[c.Metadata.Name] = c
+		require.NoError(t, p.Validate(t.Context(), c), "a planned node passes validation")
+	}
+	assert.Equal(t, []string{"s1", "s2", "s3", "a1", "a2"}, names, "servers first, in the order written")
+
+	deps := func(name string) []string {
+		ids, err := refs.Dependencies(byName[name])
+		require.NoError(t, err)
+		var out []string
+		for _, id := range ids {
+			out = append(out, id.Name)
+		}
+		return out
+	}
+	assert.Empty(t, deps("s1"), "the first server depends on nothing")
+	assert.Equal(t, true, byName["s1"].Spec["init"])
+	assert.Equal(t, []string{"s1"}, deps("s2"), "the second server joins the first")
+	assert.Equal(t, []string{"s1", "s2"}, deps("s3"), "the third joins the first after the second: one learner at a time")
+	assert.Equal(t, []string{"s1", "s3"}, deps("a1"), "agents join after the last server")
+	assert.Equal(t, []string{"s1", "s3"}, deps("a2"))
+
+	// Critical values are the cluster's, on every server; the VIP is in
+	// every server's certificate.
+	for _, n := range []string{"s1", "s2", "s3"} {
+		k := byName[n].Spec["k3s"].(map[string]any)
+		assert.Equal(t, "10.42.0.0/16", k["clusterCIDR"])
+		assert.Equal(t, []any{"traefik"}, k["disable"])
+		assert.Equal(t, map[string]any{"address": "10.0.0.100", "interface": ""}, byName[n].Spec["vip"])
+	}
+	assert.Nil(t, byName["a1"].Spec["vip"])
+	assert.Equal(t, "lab", byName["a1"].Spec["cluster"])
+}
+
+const proxmoxCluster = `apiVersion: k3s.openctl.io/v1
+kind: Cluster
+metadata:
+  name: dev
+spec:
+  compute:
+    provider: proxmox
+    image: {template: ubuntu-24.04-cloud}
+    default: {cpus: 2, memoryMB: 4096, diskGB: 20}
+    nodes: [pve1, pve2, pve3]
+  nodes:
+    controlPlane: {count: 3}
+    workers:
+      - {name: worker, count: 2, size: {cpus: 4, memoryMB: 8192}}
+  network:
+    staticIPs: {startIP: 192.168.1.50, gateway: 192.168.1.1, netmask: 255.255.255.0}
+  k3s: {version: v1.37.2+k3s1}
+  ssh:
+    user: ubuntu
+    publicKeys: ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOpenctlExampleKeyReplaceWithYourOwn0000 me"]
+`
+
+func TestPlanProxmox(t *testing.T) {
+	p := newOffline(t)
+	children, err := p.Plan(t.Context(), decodeOne(t, proxmoxCluster))
+	require.NoError(t, err)
+	vms := map[string]*manifest.Resource{}
+	nodes := map[string]*manifest.Resource{}
+	for _, c := range children {
+		switch c.Kind {
+		case "VirtualMachine":
+			vms[c.Metadata.Name] = c
+		case k3s.KindNode:
+			nodes[c.Metadata.Name] = c
+		}
+	}
+	require.Len(t, vms, 5)
+	require.Len(t, nodes, 5)
+	// Control planes spread over the Proxmox nodes, one each.
+	assert.Equal(t, "pve1", vms["dev-cp-0"].Spec["node"])
+	assert.Equal(t, "pve2", vms["dev-cp-1"].Spec["node"])
+	assert.Equal(t, "pve3", vms["dev-cp-2"].Spec["node"])
+	assert.Equal(t, []any{"pve1", "pve2", "pve3"}, vms["dev-worker-0"].Spec["nodes"])
+	// Sizes: the default, a pool's over it.
+	assert.Equal(t, map[string]any{"cores": int64(2)}, vms["dev-cp-0"].Spec["cpu"])
+	assert.Equal(t, map[string]any{"size": int64(8192)}, vms["dev-worker-1"].Spec["memory"])
+	assert.Equal(t, []any{map[string]any{"name": "scsi0", "size": "20G"}}, vms["dev-worker-1"].Spec["disks"])
+	// Static addresses in order, the cloud-init user and keys.
+	ci := vms["dev-cp-0"].Spec["cloudInit"].(map[string]any)
+	assert.Equal(t, "ubuntu", ci["user"])
+	assert.Equal(t, map[string]any{"net0": map[string]any{"ip": "192.168.1.50/24", "gateway": "192.168.1.1"}}, ci["ipConfig"])
+	ci = vms["dev-worker-1"].Spec["cloudInit"].(map[string]any)
+	assert.Equal(t, map[string]any{"net0": map[string]any{"ip": "192.168.1.54/24", "gateway": "192.168.1.1"}}, ci["ipConfig"])
+	// Each node takes its VM's address and host key.
+	ids, err := refs.Dependencies(nodes["dev-cp-0"])
+	require.NoError(t, err)
+	assert.Equal(t, []manifest.ID{{APIVersion: "proxmox.openctl.io/v1", Kind: "VirtualMachine", Name: "dev-cp-0"}}, ids)
+	assert.Equal(t, refs.Marker(manifest.ID{APIVersion: "proxmox.openctl.io/v1", Kind: "VirtualMachine", Name: "dev-cp-0"}, "status.sshHostKey"), nodes["dev-cp-0"].Spec["sshHostKey"])
+}
+
+func TestClusterSpecErrors(t *testing.T) {
+	p := newOffline(t)
+	for _, tt := range []struct {
+		name, edit, want string
+	}{
+		{"even servers", "    - {name: s4, address: 10.0.0.14, role: server}\n", "spec.hosts: Cluster lab: 4 servers: etcd needs a majority"},
+		{"bad role", "    - {name: x, address: 10.0.0.30, role: master}\n", `spec.hosts[5].role: Cluster lab: must be server or agent, got "master"`},
+		{"duplicate", "    - {name: a1, address: 10.0.0.31, role: agent}\n", "spec.hosts[5].name: Cluster lab: a1 is listed twice"},
+		{"bad host key", "    - {name: a3, address: 10.0.0.32, role: agent, sshHostKey: nonsense}\n", "spec.hosts[5].sshHostKey"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := p.Validate(t.Context(), decodeOne(t, hostsCluster+tt.edit))
+			require.ErrorIs(t, err, errcode.Invalid)
+			assert.Contains(t, err.Error(), "cluster.yaml:1: "+tt.want)
+		})
+	}
+	for _, tt := range []struct{ name, from, to, want string }{
+		{"version", "v1.37.2+k3s1", "v1.37", `spec.k3s.version: Cluster lab: must be a k3s release such as v1.37.2+k3s1, got "v1.37"`},
+		{"unknown field", "  ssh:\n", "  shh: {}\n  ssh:\n", "spec.shh: Cluster lab: unknown field"},
+		{"disable", "[traefik]", "[trafik]", `spec.k3s.disable[0]: Cluster lab: must be one of`},
+		{"vip", "10.0.0.100", "vip.lab", `spec.vip.address: Cluster lab: not an IP address: "vip.lab"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := p.Validate(t.Context(), decodeOne(t, strings.Replace(hostsCluster, tt.from, tt.to, 1)))
+			require.ErrorIs(t, err, errcode.Invalid)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+	err := p.Validate(t.Context(), decodeOne(t, strings.Replace(proxmoxCluster, "count: 3", "count: 2", 1)))
+	require.ErrorIs(t, err, errcode.Invalid)
+	assert.Contains(t, err.Error(), "spec.nodes.controlPlane.count: Cluster dev: 2 servers")
+}
+
+func TestNodeSpecErrors(t *testing.T) {
+	p := newOffline(t)
+	node := `apiVersion: k3s.openctl.io/v1
+kind: Node
+metadata: {name: extra}
+spec:
+  role: agent
+  address: 10.0.0.40
+  server: https://10.0.0.11:6443
+  agentToken: K10abc::node:pw
+  k3s: {version: v1.37.2+k3s1}
+  ssh: {user: ubuntu}
+`
+	require.NoError(t, p.Validate(t.Context(), decodeOne(t, node)))
+	for _, tt := range []struct{ name, from, to, want string }{
+		{"http", "https://10.0.0.11:6443", "http://10.0.0.11:6443", "spec.server: Node extra: must be an https:// URL"},
+		{"agent init", "role: agent", "role: agent\n  init: true", "spec.init: Node extra: only a server can start a cluster"},
+		{"joining server without full token", "role: agent", "role: server\n  token: short", "spec.token: Node extra: a joining server needs the cluster's full token"},
+		{"openctl's own flag", "ssh:", "extraArgs: [--token=x]\n  ssh:", "spec.extraArgs[0]: Node extra: --token is set by openctl from the spec"},
+		{"taint", "ssh:", "taints: [dedicated]\n  ssh:", "spec.taints[0]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := p.Validate(t.Context(), decodeOne(t, strings.Replace(node, tt.from, tt.to, 1)))
+			require.ErrorIs(t, err, errcode.Invalid)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
