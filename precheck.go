@@ -65,8 +65,10 @@ func (e *StateError) Error() string {
 func (e *StateError) Unwrap() error { return e.Err }
 
 // identify returns ctx carrying the store's identity as registry.Owner,
-// read once, when the store has one.
+// read once, when the store has one, and the store's records as
+// registry.Records.
 func (e *Engine) identify(ctx context.Context) (context.Context, error) {
+	ctx = registry.WithRecords(ctx, records{e})
 	st, ok := e.store.(state.Identified)
 	if !ok {
 		return ctx, nil

@@ -6,6 +6,7 @@ import (
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/state"
 )
 
 // getter reads live resources through the registry, handing providers
@@ -36,4 +37,22 @@ func (e *Engine) withPrior(ctx context.Context, id manifest.ID) (context.Context
 		return ctx, &StateError{Op: "read", ID: id, Err: err}
 	}
 	return registry.WithPrior(ctx, rec.Resource()), nil
+}
+
+// records is registry.Records over the engine's store.
+type records struct{ e *Engine }
+
+func (r records) Records(ctx context.Context, apiVersion, kind string) ([]*manifest.Resource, error) {
+	id := manifest.ID{APIVersion: apiVersion, Kind: kind}
+	recs, err := r.e.store.List(ctx, state.Filter{Group: id.Group(), Kind: kind})
+	if err != nil {
+		return nil, &StateError{Op: "list", Err: err}
+	}
+	out := make([]*manifest.Resource, 0, len(recs))
+	for _, rec := range recs {
+		if rec.APIVersion == apiVersion {
+			out = append(out, rec.Resource())
+		}
+	}
+	return out, nil
 }

@@ -73,6 +73,10 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 		return nil, err
 	}
 	name := r.Metadata.Name
+	// Which cluster to join is settled before anything touches the host.
+	if err := p.joinInfo(ctx, name, s); err != nil {
+		return nil, err
+	}
 	loc := &location{Role: s.Role, Address: s.Address, SSHHostKey: s.SSHHostKey, SSH: s.SSH}
 	h, err := p.pool.Host(ctx, loc.target())
 	if err != nil {
@@ -356,4 +360,72 @@ func hostPort(host, port string) string {
 		return "[" + host + "]:" + port
 	}
 	return host + ":" + port
+}
+
+// joinInfo fills in, for a node that names no server, the cluster it
+// joins: spec.cluster, or the only Cluster openctl has a record of — the
+// server URL, its tokens and the cluster's k3s settings. Several clusters
+// and none named is a CONFLICT error listing them; a named cluster that
+// is not recorded is NOT_FOUND.
+func (p *Provider) joinInfo(ctx context.Context, name string, s *NodeSpec) error {
+	if s.Init || s.Server != "" {
+		return nil
+	}
+	rs := registry.RecordsOf(ctx)
+	if rs == nil {
+		return errcode.New(errcode.Invalid, fmt.Sprintf("k3s: node %s: spec.server is required when the provider runs without an engine to find its cluster", name))
+	}
+	clusters, err := rs.Records(ctx, APIVersion, KindCluster)
+	if err != nil {
+		return err
+	}
+	var names []string
+	var pick *manifest.Resource
+	for _, c := range clusters {
+		names = append(names, c.Metadata.Name)
+		if c.Metadata.Name == s.Cluster {
+			pick = c
+		}
+	}
+	switch {
+	case s.Cluster != "" && pick == nil:
+		return errcode.New(errcode.NotFound, fmt.Sprintf("k3s: node %s: cluster %q does not exist (clusters: %s)", name, s.Cluster, orNone(names)))
+	case s.Cluster != "":
+	case len(clusters) == 0:
+		return errcode.New(errcode.NotFound, fmt.Sprintf("k3s: node %s: there is no cluster to join: apply a Cluster first, or give spec.server and a token", name))
+	case len(clusters) > 1:
+		return errcode.New(errcode.Conflict, fmt.Sprintf("k3s: node %s names no cluster and there are %d (%s): set spec.cluster to one of them; nothing was done on the host", name, len(clusters), strings.Join(names, ", ")))
+	default:
+		pick = clusters[0]
+	}
+	cs, err := DecodeClusterSpec(pick)
+	if err != nil {
+		return err
+	}
+	live, err := p.getCluster(registry.WithPrior(ctx, pick), pick.ID())
+	if err != nil {
+		return errcode.Wrap(errcode.Of(err), fmt.Sprintf("k3s: node %s: reading cluster %s", name, pick.Metadata.Name), err)
+	}
+	str := func(k string) string { v, _ := live.Status[k].(string); return v }
+	s.Cluster = pick.Metadata.Name
+	s.Server = str("endpoint")
+	s.AgentToken = str("agentToken")
+	if s.Role == RoleServer {
+		s.Token = str("token")
+	}
+	if s.K3s.Version == "" {
+		s.K3s.Version = cs.K3s.Version
+	}
+	s.K3s.ClusterCIDR, s.K3s.ServiceCIDR, s.K3s.Flannel, s.K3s.Disable = cs.K3s.ClusterCIDR, cs.K3s.ServiceCIDR, cs.K3s.Flannel, cs.K3s.Disable
+	if s.Server == "" || s.AgentToken == "" {
+		return errcode.New(errcode.Internal, fmt.Sprintf("k3s: node %s: cluster %s has no endpoint or token yet", name, pick.Metadata.Name))
+	}
+	return s.validate()
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }

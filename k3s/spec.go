@@ -394,7 +394,10 @@ func checkHostKey(k string) error {
 // plans one per server and worker; a Node can also be applied alone to
 // add an existing machine to a cluster.
 type NodeSpec struct {
-	// Cluster names the Cluster the node belongs to.
+	// Cluster names the Cluster the node belongs to. A node that gives
+	// no Server joins it: the one named, or, when none is named, the only
+	// Cluster openctl knows — with several it is refused (CONFLICT),
+	// never guessed.
 	Cluster string `json:"cluster,omitempty"`
 	// Role is server or agent.
 	Role string `json:"role"`
@@ -410,8 +413,8 @@ type NodeSpec struct {
 	// SSH is how openctl logs in.
 	SSH SSHSpec `json:"ssh"`
 	// K3s configures k3s; the values k3s requires to match on every
-	// server (CIDRs, flannel, disabled components) come from the
-	// cluster.
+	// server (CIDRs, flannel, disabled components) and, when it is not
+	// set, the version come from the cluster.
 	K3s K3sSpec `json:"k3s"`
 	// Server is the URL a joining node registers with
 	// (https://<first server or VIP>:6443); empty for the first server.
@@ -477,20 +480,26 @@ func (s *NodeSpec) validate() error {
 	if err := s.SSH.validate("spec.ssh"); err != nil {
 		return err
 	}
-	if err := s.K3s.validate("spec.k3s"); err != nil {
-		return err
+	if s.K3s.Version != "" || s.Init {
+		if err := s.K3s.validate("spec.k3s"); err != nil {
+			return err
+		}
+	}
+	if s.Cluster != "" && !nameRe.MatchString(s.Cluster) {
+		return invalid("spec.cluster", "must be a Cluster's name, got %q", s.Cluster)
 	}
 	switch {
 	case s.Init && s.Server != "":
 		return invalid("spec.server", "the first server (init) joins no one")
-	case !s.Init && s.Server == "":
-		return invalid("spec.server", "required: the URL of a server of the cluster to join (https://host:6443)")
-	case !s.Init && !strings.HasPrefix(s.Server, "https://"):
+	case s.Server == "":
+		// Joins the cluster spec.cluster names, or the only one openctl
+		// knows (see joinInfo).
+	case !strings.HasPrefix(s.Server, "https://"):
 		return invalid("spec.server", "must be an https:// URL, got %q", s.Server)
-	case !s.Init && s.Role == RoleServer && !strings.HasPrefix(s.Token, "K10"):
+	case s.Role == RoleServer && !strings.HasPrefix(s.Token, "K10"):
 		return invalid("spec.token", "a joining server needs the cluster's full token (K10…), which pins its CA")
-	case !s.Init && s.Role == RoleAgent && s.AgentToken == "" && s.Token == "":
-		return invalid("spec.agentToken", "required: the token agents join with")
+	case s.Role == RoleAgent && s.AgentToken == "" && s.Token == "":
+		return invalid("spec.agentToken", "required with spec.server: the token agents join with")
 	}
 	for i, l := range s.Labels {
 		if !labelRe.MatchString(l) {

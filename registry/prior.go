@@ -29,3 +29,27 @@ func Prior(ctx context.Context) *manifest.Resource {
 	r, _ := ctx.Value(priorKey{}).(*manifest.Resource)
 	return r
 }
+
+// Records reads the state's records of a kind: what openctl knows it
+// made. The engine installs one for every provider call of Apply, Plan,
+// Delete and Get, for providers whose resources refer to others by name
+// and must check what exists (a K3s node joining "the" cluster, refused
+// when there are several).
+type Records interface {
+	// Records returns the recorded resources of a kind, sorted by name.
+	Records(ctx context.Context, apiVersion, kind string) ([]*manifest.Resource, error)
+}
+
+type recordsKey struct{}
+
+// WithRecords returns a context carrying r.
+func WithRecords(ctx context.Context, r Records) context.Context {
+	return context.WithValue(ctx, recordsKey{}, r)
+}
+
+// RecordsOf returns the Records ctx carries, or nil when there are none
+// (a provider used without an engine).
+func RecordsOf(ctx context.Context) Records {
+	r, _ := ctx.Value(recordsKey{}).(Records)
+	return r
+}
