@@ -23,7 +23,7 @@ func TestNodeMembership(t *testing.T) {
 	require.NoError(t, err)
 	record := func(name string) {
 		_, err := st.Put(ctx, &state.Record{APIVersion: k3s.APIVersion, Kind: k3s.KindCluster, Name: name, SpecHash: "x",
-			Spec: map[string]any{"k3s": map[string]any{"version": "v1.37.2+k3s1"}, "hosts": []any{map[string]any{"name": name + "-s", "address": "192.0.2.1", "role": "server"}}},
+			Spec:   map[string]any{"k3s": map[string]any{"version": "v1.37.2+k3s1"}, "hosts": []any{map[string]any{"name": name + "-s", "address": "192.0.2.1", "role": "server"}}},
 			Status: map[string]any{"nodes": []any{map[string]any{"name": name + "-s", "role": "server", "address": "192.0.2.1"}}}})
 		require.NoError(t, err)
 	}
