@@ -93,3 +93,44 @@ func TestPriorForKindsThatReadIt(t *testing.T) {
 	_, err = e.Get(ctx, spot.ID())
 	require.ErrorIs(t, err, errcode.NotFound)
 }
+
+// recordsReader applies Things that report, in their status, the names of
+// the Things recorded when they were applied.
+type recordsReader struct{ *providertest.Fake }
+
+func (r recordsReader) Apply(ctx context.Context, res *manifest.Resource) (*manifest.Resource, error) {
+	rs := registry.RecordsOf(ctx)
+	if rs == nil {
+		return nil, errcode.New(errcode.Internal, "no records")
+	}
+	recs, err := rs.Records(ctx, testAV, "Thing")
+	if err != nil {
+		return nil, err
+	}
+	var names []any
+	for _, rec := range recs {
+		names = append(names, rec.Metadata.Name)
+	}
+	out := res.DeepCopy()
+	out.Status = map[string]any{"saw": names}
+	r.Fake.Put(out)
+	return out, nil
+}
+
+func TestRecordsForProviders(t *testing.T) {
+	ctx := t.Context()
+	p := recordsReader{providertest.NewFake("test", "Thing")}
+	e := newEngine(t, p, openctl.WithStore(state.NewMemory()))
+	_, err := e.Apply(ctx, thing("b", nil))
+	require.NoError(t, err)
+	_, err = e.Apply(ctx, thing("a", nil))
+	require.NoError(t, err)
+	live, err := p.Get(ctx, thingID("a"))
+	require.NoError(t, err)
+	assert.Equal(t, []any{"b"}, live.Status["saw"], "the records of the kind when it was applied")
+	_, err = e.Apply(ctx, thing("c", nil))
+	require.NoError(t, err)
+	live, err = p.Get(ctx, thingID("c"))
+	require.NoError(t, err)
+	assert.Equal(t, []any{"a", "b"}, live.Status["saw"], "sorted by name")
+}
