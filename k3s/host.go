@@ -38,13 +38,15 @@ type probe struct {
 	uname   string // uname -m
 	binary  string // sha256 of /usr/local/bin/k3s; "" when absent
 	env     string // sha256 of the service's environment file
+	vip     string // sha256 of the kube-vip manifest
+	iface   string // the interface holding the node's address
 	unit    string // sha256 of the service's unit or init script
 	active  bool   // the service runs
 	version string // k3s --version's first line's version; "" when absent
 }
 
 // probeScript prints key=value lines for a service name ($1).
-const probeScript = `svc=$1
+const probeScript = `svc=$1 addr=$2
 init=
 if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then init=systemd
 elif [ -x /sbin/openrc-run ]; then init=openrc; fi
@@ -59,10 +61,12 @@ openrc) echo "unit=$(sum /etc/init.d/$svc)"; echo "env=$(sum /etc/rancher/k3s/$s
   rc-service "$svc" status >/dev/null 2>&1 && echo active=1 ;;
 esac
 [ -x ` + binPath + ` ] && echo "version=$(` + binPath + ` --version 2>/dev/null | head -n1 | cut -d' ' -f3)"
+echo "vip=$(sum ` + kubeVIPPath + `)"
+echo "iface=$(ip -o addr show 2>/dev/null | awk -v a="$addr" '{split($4, p, "/"); if (p[1] == a) {print $2; exit}}')"
 exit 0`
 
-func probeHost(ctx context.Context, h *remote.Host, svc string) (*probe, error) {
-	res, err := h.Run(ctx, remote.Command{Step: "inspect the host", Script: "set -- " + svc + "\n" + probeScript})
+func probeHost(ctx context.Context, h *remote.Host, svc, addr string) (*probe, error) {
+	res, err := h.Run(ctx, remote.Command{Step: "inspect the host", Script: "set -- " + svc + " " + remote.Quote(addr) + "\n" + probeScript})
 	if err != nil {
 		return nil, err
 	}
@@ -85,6 +89,10 @@ func probeHost(ctx context.Context, h *remote.Host, svc string) (*probe, error) 
 			p.active = v == "1"
 		case "version":
 			p.version = v
+		case "vip":
+			p.vip = v
+		case "iface":
+			p.iface = v
 		}
 	}
 	if p.init == "" {

@@ -83,7 +83,7 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 		return nil, p.nodeErr(name, "connect", err)
 	}
 	registry.ReportStep(ctx, "inspecting "+h.Addr())
-	pr, err := probeHost(ctx, h, service(s.Role))
+	pr, err := probeHost(ctx, h, service(s.Role), s.Address)
 	if err != nil {
 		return nil, p.nodeErr(name, "inspect", err)
 	}
@@ -117,6 +117,18 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 			return nil, p.nodeErr(name, "write the service's environment", err)
 		}
 		changed = true
+	}
+	if s.Role == RoleServer && s.VIP != nil {
+		// Before k3s starts: it applies server/manifests at start-up.
+		iface := firstOf(s.VIP.Interface, pr.iface)
+		if iface == "" {
+			return nil, p.nodeErr(name, "place the VIP", errcode.New(errcode.Invalid, fmt.Sprintf("no interface holds %s on %s: set spec.vip.interface", s.Address, h.Addr())))
+		}
+		if m := kubeVIPManifest(s.VIP.Address, iface); pr.vip != sha256Hex(m) {
+			if err := h.WriteFile(ctx, kubeVIPPath, 0o600, bytes.NewReader(m)); err != nil {
+				return nil, p.nodeErr(name, "write the kube-vip manifest", err)
+			}
+		}
 	}
 	if pr.unit != sha256Hex(unit) {
 		mode := 0o644
