@@ -60,6 +60,26 @@ func TestSingleServerCluster(t *testing.T) {
 	assert.Equal(t, string(pidBefore), string(pidAfter), "k3s was not restarted")
 	assert.Equal(t, 1, e.prov.Pool().Opened(hs[0].SSHAddr()), "one SSH connection for everything")
 
+	// A stopped service is drift: plan shows it, apply starts it again.
+	_, err = hs[0].Run(ctx, "systemctl", "stop", "k3s")
+	require.NoError(t, err)
+	plan, err := e.engine.Plan(ctx, c)
+	require.NoError(t, err)
+	var nodeChange *openctl.Change
+	for i := range plan.Changes {
+		if plan.Changes[i].ID.Kind == k3s.KindNode {
+			nodeChange = &plan.Changes[i]
+		}
+	}
+	require.NotNil(t, nodeChange)
+	assert.Equal(t, openctl.ActionUpdate, nodeChange.Action)
+	assert.Contains(t, nodeChange.Reasons, "the node is Stopped: the k3s service is inactive")
+	rep, err = e.engine.Apply(ctx, c)
+	require.NoError(t, err)
+	node, err = e.engine.Get(ctx, manifest.ID{APIVersion: k3s.APIVersion, Kind: k3s.KindNode, Name: "one"})
+	require.NoError(t, err)
+	assert.Equal(t, k3s.PhaseReady, node.Resource.Status["phase"], "started again")
+
 	rep, err = e.engine.Delete(ctx, c.ID())
 	require.NoError(t, err)
 	assert.Equal(t, 2, rep.Count(openctl.OutcomeDeleted))

@@ -441,3 +441,31 @@ func orNone(names []string) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// Diff reports what a plan and a drift check see: a node whose host runs
+// another k3s version than the spec, or whose service is not running, is
+// updated (reinstalled or restarted); changes of the spec itself are the
+// engine's to see. A cluster's own changes are its nodes'.
+func (p *Provider) Diff(_ context.Context, desired, live *manifest.Resource) (registry.Diff, error) {
+	if desired.Kind == KindCluster {
+		return registry.Diff{Action: registry.DiffNone}, nil
+	}
+	var d registry.Diff
+	if want, ok := desired.Spec["k3s"].(map[string]any); ok {
+		v, _ := want["version"].(string)
+		if have, _ := live.Status["version"].(string); v != "" && have != v {
+			d.Action = registry.DiffUpdate
+			d.Reasons = append(d.Reasons, fmt.Sprintf("the host runs k3s %s, the spec says %s", orNone([]string{have}), v))
+			d.Fields = append(d.Fields, manifest.FieldChange{Path: "status.version", Old: have, New: v})
+		}
+	}
+	if phase, _ := live.Status["phase"].(string); phase != PhaseReady {
+		d.Action = registry.DiffUpdate
+		msg, _ := live.Status["message"].(string)
+		d.Reasons = append(d.Reasons, fmt.Sprintf("the node is %s: %s", phase, msg))
+	}
+	if d.Action == "" {
+		d.Action = registry.DiffNone
+	}
+	return d, nil
+}

@@ -77,6 +77,7 @@ var (
 	_ registry.Provider  = (*Provider)(nil)
 	_ registry.Planner   = (*Provider)(nil)
 	_ registry.Validator = (*Provider)(nil)
+	_ registry.Differ    = (*Provider)(nil)
 	_ io.Closer          = (*Provider)(nil)
 )
 
