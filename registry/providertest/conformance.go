@@ -14,6 +14,7 @@ import (
 
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/refs"
 	"github.com/openctl/openctl/registry"
 )
 
@@ -37,6 +38,12 @@ type Options struct {
 // error; List (if implemented) contains what was applied; concurrent
 // Applies of distinct names are safe; Validate (if implemented) accepts
 // the fixtures. Resources it creates are deleted at the end.
+//
+// It calls the provider as the engine would: for kinds that read their
+// prior state (Kind.ReadsPrior) every Get and Delete carries what the
+// last Apply returned (registry.WithPrior); a composite kind's children
+// (Planner) are applied before it, in order, their $refs to each other
+// resolved through Get, and deleted after it in reverse order.
 func RunConformance(t *testing.T, p registry.Provider, opts Options) {
 	t.Helper()
 	require.NotNil(t, opts.NewResource, "providertest: Options.NewResource is required")
@@ -53,16 +60,22 @@ func RunConformance(t *testing.T, p registry.Provider, opts Options) {
 		mu.Unlock()
 		return r
 	}
+	e := &engineLike{p: p, applied: map[manifest.ID]*manifest.Resource{}, children: map[manifest.ID][]manifest.ID{}}
 	t.Cleanup(func() {
 		// t.Context is already cancelled when cleanups run.
 		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		for _, id := range created {
-			if err := p.Delete(cctx, id); err != nil {
+			if err := e.Delete(cctx, id); err != nil {
 				t.Errorf("cleanup: delete %s: %v", id.Short(), err)
 			}
 		}
 	})
+	runConformance(t, ctx, e, opts, newRes)
+}
+
+func runConformance(t *testing.T, ctx context.Context, p *engineLike, opts Options, newRes func(string) *manifest.Resource) {
+	t.Helper()
 
 	t.Run("Identity", func(t *testing.T) {
 		require.NotEmpty(t, p.Name())
@@ -71,7 +84,7 @@ func RunConformance(t *testing.T, p registry.Provider, opts Options) {
 		g, _, err := manifest.SplitAPIVersion(r.APIVersion)
 		require.NoError(t, err)
 		groups := []string{p.Name() + manifest.APIGroupSuffix}
-		if gr, ok := p.(registry.Grouper); ok {
+		if gr, ok := p.p.(registry.Grouper); ok {
 			groups = gr.Groups()
 		}
 		assert.Contains(t, groups, g, "fixture apiVersion group must be one the provider serves")
@@ -86,7 +99,7 @@ func RunConformance(t *testing.T, p registry.Provider, opts Options) {
 	})
 
 	t.Run("ValidateAcceptsFixture", func(t *testing.T) {
-		v, ok := p.(registry.Validator)
+		v, ok := p.p.(registry.Validator)
 		if !ok {
 			t.Skip("provider does not implement registry.Validator")
 		}
@@ -114,7 +127,7 @@ func RunConformance(t *testing.T, p registry.Provider, opts Options) {
 		require.NoError(t, err)
 		assertSpecReflected(t, r.Spec, live2.Spec)
 
-		if l, ok := p.(registry.Lister); ok {
+		if l, ok := p.p.(registry.Lister); ok {
 			items, err := l.List(ctx, r.Kind)
 			require.NoError(t, err)
 			n := 0
@@ -151,7 +164,7 @@ func RunConformance(t *testing.T, p registry.Provider, opts Options) {
 		assert.True(t, errors.Is(err, errcode.NotFound), "Get after Delete must be NotFound, got %v", err)
 		assert.NoError(t, p.Delete(ctx, r.ID()), "deleting a deleted resource is not an error")
 		assert.NoError(t, p.Delete(ctx, opts.NewResource("conformance-never").ID()), "deleting a missing resource is not an error")
-		if l, ok := p.(registry.Lister); ok {
+		if l, ok := p.p.(registry.Lister); ok {
 			items, err := l.List(ctx, r.Kind)
 			require.NoError(t, err)
 			for _, it := range items {
@@ -195,4 +208,105 @@ func assertSpecReflected(t *testing.T, want, got map[string]any) {
 		}
 		t.Errorf("live spec does not reflect the applied one at %s: want %v, got %v", c.Path, c.Old, c.New)
 	}
+}
+
+// engineLike calls a provider as the engine does, for the kit: prior
+// state for kinds that read it, composite children applied first. It is
+// safe for concurrent use.
+type engineLike struct {
+	p registry.Provider
+
+	mu       sync.Mutex                         // guards applied and children
+	applied  map[manifest.ID]*manifest.Resource // what the last Apply returned
+	children map[manifest.ID][]manifest.ID      // a composite's children, in apply order
+}
+
+func (e *engineLike) Name() string           { return e.p.Name() }
+func (e *engineLike) Kinds() []registry.Kind { return e.p.Kinds() }
+
+func (e *engineLike) kind(kind string) registry.Kind {
+	for _, k := range e.p.Kinds() {
+		if k.Kind == kind {
+			return k
+		}
+	}
+	return registry.Kind{}
+}
+
+// withPrior adds the prior state of id when its kind reads it.
+func (e *engineLike) withPrior(ctx context.Context, id manifest.ID) context.Context {
+	if !e.kind(id.Kind).ReadsPrior {
+		return ctx
+	}
+	e.mu.Lock()
+	prior := e.applied[id]
+	e.mu.Unlock()
+	if prior == nil {
+		return ctx
+	}
+	return registry.WithPrior(ctx, prior.DeepCopy())
+}
+
+func (e *engineLike) Get(ctx context.Context, id manifest.ID) (*manifest.Resource, error) {
+	return e.p.Get(e.withPrior(ctx, id), id)
+}
+
+func (e *engineLike) Apply(ctx context.Context, r *manifest.Resource) (*manifest.Resource, error) {
+	if pl, ok := e.p.(registry.Planner); ok && e.kind(r.Kind).Composite {
+		children, err := pl.Plan(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		var ids []manifest.ID
+		for _, c := range children {
+			c = c.DeepCopy()
+			c.SetOwner(r.ID())
+			resolved, err := refs.Resolve(ctx, e, c)
+			if err != nil {
+				return nil, fmt.Errorf("providertest: resolving child %s: %w", c.ID().Short(), err)
+			}
+			if _, err := e.apply(ctx, resolved); err != nil {
+				return nil, err
+			}
+			ids = append(ids, c.ID())
+		}
+		e.mu.Lock()
+		e.children[r.ID()] = ids
+		e.mu.Unlock()
+	}
+	return e.apply(ctx, r)
+}
+
+func (e *engineLike) apply(ctx context.Context, r *manifest.Resource) (*manifest.Resource, error) {
+	out, err := e.p.Apply(ctx, r)
+	if err == nil && out != nil {
+		rec := out.DeepCopy()
+		rec.Spec = manifest.CopyMap(r.Spec)
+		e.mu.Lock()
+		e.applied[r.ID()] = rec
+		e.mu.Unlock()
+	}
+	return out, err
+}
+
+// Delete deletes a composite's children first, in reverse order, as the
+// engine does.
+func (e *engineLike) Delete(ctx context.Context, id manifest.ID) error {
+	e.mu.Lock()
+	children := e.children[id]
+	e.mu.Unlock()
+	var err error
+	for i := len(children) - 1; i >= 0 && err == nil; i-- {
+		err = e.Delete(ctx, children[i])
+	}
+	if err == nil {
+		err = e.p.Delete(e.withPrior(ctx, id), id)
+	}
+	if err == nil {
+		e.mu.Lock()
+		delete(e.applied, id)
+		delete(e.children, id)
+		e.mu.Unlock()
+	}
+	return err
 }
