@@ -50,10 +50,17 @@ func TestSingleServerCluster(t *testing.T) {
 	// A second apply changes nothing and restarts nothing.
 	pidBefore, err := hs[0].Run(ctx, "pgrep", "-o", "-f", "k3s server")
 	require.NoError(t, err)
+	e.takeSteps()
+	start = time.Now()
 	rep, err = e.engine.Apply(ctx, c)
 	require.NoError(t, err)
 	for _, r := range rep.Results {
 		assert.Equal(t, openctl.OutcomeUnchanged, r.Outcome, r.ID.Short())
+	}
+	steps := e.takeSteps()
+	t.Logf("no-op re-apply: %s, %d remote commands: %v", time.Since(start).Round(time.Millisecond), len(steps), steps)
+	for _, s := range steps {
+		assert.Contains(t, s, "read the node's state", "a no-op re-apply only reads")
 	}
 	pidAfter, err := hs[0].Run(ctx, "pgrep", "-o", "-f", "k3s server")
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/openctl/openctl/k3s"
 	"github.com/openctl/openctl/k3s/k3stest"
 	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/remote"
 	"github.com/openctl/openctl/state"
 )
 
@@ -50,19 +52,39 @@ type env struct {
 	prov   *k3s.Provider
 	engine *openctl.Engine
 	store  state.Store
+
+	mu    sync.Mutex
+	steps []string // the remote commands' steps, "host step"
+}
+
+// takeSteps returns the steps run since the last call.
+func (e *env) takeSteps() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.steps
+	e.steps = nil
+	return s
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	dir := binaryDir(t)
 	n := k3stest.NewNetwork(t)
-	p, err := k3s.New(k3s.Config{BinaryDir: dir, Offline: true, ReadyTimeout: 2 * time.Minute, KubeconfigDir: t.TempDir()})
+	en := &env{net: n}
+	record := func(host, step string) {
+		en.mu.Lock()
+		defer en.mu.Unlock()
+		en.steps = append(en.steps, host+" "+step)
+	}
+	p, err := k3s.New(k3s.Config{BinaryDir: dir, Offline: true, ReadyTimeout: 2 * time.Minute, KubeconfigDir: t.TempDir(),
+		SSH: remote.Options{OnCommand: record}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close() })
 	st := state.NewMemory()
 	e, err := openctl.New(openctl.WithProviders(p), openctl.WithStore(st), openctl.WithRetry(backoff.Policy{Initial: 100 * time.Millisecond, Max: time.Second}))
 	require.NoError(t, err)
-	return &env{net: n, prov: p, engine: e, store: st}
+	en.prov, en.engine, en.store = p, e, st
+	return en
 }
 
 // hosts adds hosts and returns them.

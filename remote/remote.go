@@ -64,6 +64,10 @@ type Options struct {
 	// AgentSocket is the SSH agent's socket; "" means $SSH_AUTH_SOCK.
 	// The agent only signs: it is never forwarded to a host.
 	AgentSocket string
+	// OnCommand, when set, is told of every command before it runs: the
+	// host (host:port) and the command's Step — an audit trail, never
+	// the script or its input. It must be safe for concurrent use.
+	OnCommand func(host, step string)
 }
 
 // Pool keeps one SSH connection per target (user, address, key file),
@@ -156,7 +160,7 @@ func (p *Pool) Host(ctx context.Context, t Target) (*Host, error) {
 			return nil, c.err
 		}
 	}
-	return &Host{t: t, c: c.client, log: p.opts.Logger}, nil
+	return &Host{t: t, c: c.client, log: p.opts.Logger, onCommand: p.opts.OnCommand}, nil
 }
 
 // forget drops c from the pool if it is still the one under key.
@@ -294,9 +298,10 @@ func keysTried(t Target, agentSocket string) string {
 // connection, each in a session of its own. It is safe for concurrent
 // use.
 type Host struct {
-	t   Target
-	c   *ssh.Client
-	log *slog.Logger
+	t         Target
+	c         *ssh.Client
+	log       *slog.Logger
+	onCommand func(host, step string)
 }
 
 // Addr is the host's host:port.
@@ -380,6 +385,9 @@ func (h *Host) Run(ctx context.Context, cmd Command) (*Result, error) {
 		line = "sudo -n " + line
 	}
 	h.log.Debug("ssh run", "host", h.Addr(), "step", cmd.Step)
+	if h.onCommand != nil {
+		h.onCommand(h.Addr(), cmd.Step)
+	}
 	done := make(chan error, 1)
 	go func() { done <- s.Run(line) }()
 	select {

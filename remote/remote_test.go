@@ -101,6 +101,22 @@ func TestRunAsRootAndThroughSudo(t *testing.T) {
 		})
 	}
 
+	t.Run("commands are reported by step", func(t *testing.T) {
+		var mu sync.Mutex
+		var steps []string
+		p := newPool(t, remote.Options{OnCommand: func(host, step string) {
+			mu.Lock()
+			defer mu.Unlock()
+			steps = append(steps, host+" "+step)
+		}})
+		h, err := p.Host(ctx, f.target("root"))
+		require.NoError(t, err)
+		_, err = h.Run(ctx, remote.Command{Step: "probe", Script: "true"})
+		require.NoError(t, err)
+		require.NoError(t, h.WriteFile(ctx, "/tmp/x", 0o600, strings.NewReader("secret")))
+		assert.Equal(t, []string{f.host.SSHAddr() + " probe", f.host.SSHAddr() + " write /tmp/x"}, steps)
+	})
+
 	t.Run("one connection per target", func(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 8 {
