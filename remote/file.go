@@ -12,8 +12,9 @@ import (
 )
 
 // WriteFile writes what r holds to path on the host, atomically (a
-// temporary file in the same directory, renamed over path), with mode,
-// creating the directory (0755) when needed. The content goes over the
+// temporary file in the same directory, renamed over path, removed when
+// the write fails or is cancelled), with mode, creating the directory
+// (0755) when needed. The content goes over the
 // session's standard input, never on a command line.
 func (h *Host) WriteFile(ctx context.Context, path string, mode fs.FileMode, r io.Reader) error {
 	script := fmt.Sprintf(`set -e
@@ -22,6 +23,7 @@ p=%s
 mkdir -p "$(dirname "$p")"
 t=$(mktemp "$p.openctl-XXXXXX")
 trap 'rm -f "$t"' EXIT
+trap 'rm -f "$t"; exit 143' TERM INT HUP
 cat >"$t"
 chmod %04o "$t"
 mv -f "$t" "$p"

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/pem"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -355,4 +356,26 @@ func hashedLine(t *testing.T, host string, key ssh.PublicKey) string {
 
 func newLogger(w *bytes.Buffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// A write cancelled half-way leaves the old file and no temporary one.
+func TestWriteFileCancelled(t *testing.T) {
+	ctx := t.Context()
+	f := newFixture(t, "cancel")
+	h, err := newPool(t, remote.Options{}).Host(ctx, f.target(k3stest.DefaultUser))
+	require.NoError(t, err)
+	require.NoError(t, h.WriteFile(ctx, "/srv/big", 0o644, strings.NewReader("old\n")))
+
+	cctx, cancel := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	go func() {
+		_, _ = pw.Write(bytes.Repeat([]byte("x"), 1<<20)) // some data, then nothing more
+		cancel()
+	}()
+	err = h.WriteFile(cctx, "/srv/big", 0o644, pr)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Eventually(t, func() bool {
+		out, err := f.host.Run(ctx, "sh", "-c", "ls -a /srv; cat /srv/big")
+		return err == nil && string(out) == ".\n..\nbig\nold\n"
+	}, 5*time.Second, 50*time.Millisecond, "the old content, no temporary file")
 }
