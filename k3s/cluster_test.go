@@ -1,6 +1,7 @@
 package k3s_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -95,4 +96,38 @@ func TestSingleServerCluster(t *testing.T) {
 	for _, left := range []string{"k3s.service", "\nk3s\n", "k3s server"} {
 		assert.NotContains(t, string(out), left, "uninstalled, and nothing of it runs")
 	}
+}
+
+// An apply interrupted while it uploads k3s leaves nothing half-written,
+// and the next apply converges.
+func TestInterruptedInstall(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t)
+	hs := e.hosts(ctx, t, "cut")
+	c := e.cluster("cut", hs, nil)
+
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	e.setHook(func(_, step string) {
+		if step == "write /usr/local/bin/k3s" {
+			time.AfterFunc(200*time.Millisecond, cancel)
+		}
+	})
+	_, err := e.engine.Apply(cctx, c)
+	require.Error(t, err)
+	e.setHook(nil)
+	out, err := hs[0].Run(ctx, "sh", "-c", "ls -a /usr/local/bin | grep openctl- || true")
+	require.NoError(t, err)
+	assert.Empty(t, string(out), "no temporary file left")
+
+	rep, err := e.engine.Apply(ctx, c)
+	require.NoError(t, err)
+	for _, r := range rep.Results {
+		assert.Equal(t, openctl.OutcomeCreated, r.Outcome, r.ID.Short())
+	}
+	f, err := e.engine.Get(ctx, c.ID())
+	require.NoError(t, err)
+	assert.Equal(t, k3s.PhaseReady, f.Resource.Status["phase"])
+	_, err = e.engine.Delete(ctx, c.ID())
+	require.NoError(t, err)
 }

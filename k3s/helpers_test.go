@@ -54,7 +54,15 @@ type env struct {
 	store  state.Store
 
 	mu    sync.Mutex
-	steps []string // the remote commands' steps, "host step"
+	steps []string                // the remote commands' steps, "host step"
+	hook  func(host, step string) // called for every step, when set
+}
+
+// setHook sets (nil: clears) the function called for every step.
+func (e *env) setHook(fn func(host, step string)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.hook = fn
 }
 
 // takeSteps returns the steps run since the last call.
@@ -73,8 +81,12 @@ func newEnv(t *testing.T) *env {
 	en := &env{net: n}
 	record := func(host, step string) {
 		en.mu.Lock()
-		defer en.mu.Unlock()
 		en.steps = append(en.steps, host+" "+step)
+		hook := en.hook
+		en.mu.Unlock()
+		if hook != nil {
+			hook(host, step)
+		}
 	}
 	p, err := k3s.New(k3s.Config{BinaryDir: dir, Offline: true, ReadyTimeout: 2 * time.Minute, KubeconfigDir: t.TempDir(),
 		SSH: remote.Options{OnCommand: record}})
