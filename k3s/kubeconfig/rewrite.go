@@ -1,0 +1,119 @@
+package kubeconfig
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"unicode"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/openctl/openctl/errcode"
+)
+
+// Rewrite returns the kubeconfig k3s wrote (data, the contents of
+// /etc/rancher/k3s/k3s.yaml) made fit for use from another machine: the
+// cluster's server URL replaced by server, and the cluster, the user and
+// the context renamed to name, which also becomes the current context.
+//
+// The rewrite is structural: data is decoded with clientcmd.Load, the
+// entries are renamed in the decoded config and the result is encoded
+// with clientcmd.Write. No text is replaced, so "default" or "127.0.0.1"
+// inside certificate data, a namespace or anything else are left alone.
+// Every other field of the cluster, user and context (CA data, client
+// certificate and key, the context's namespace, extensions) is kept.
+//
+// data must hold exactly one context, naming a cluster and a user that
+// data defines, and no other cluster or user: the shape k3s writes. server
+// must be an https URL with a host and no path, such as the VIP's
+// "https://10.0.0.10:6443"; name must be non-empty and hold no space or
+// control character. Anything else is refused with an error matching
+// errcode.Invalid that says what is wrong.
+func Rewrite(data []byte, server, name string) ([]byte, error) {
+	if err := checkServer(server); err != nil {
+		return nil, err
+	}
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	cfg, err := load(data)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(cfg.Contexts); n != 1 {
+		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("kubeconfig: want exactly one context (as k3s writes), found %d", n))
+	}
+	var ctx *clientcmdapi.Context
+	for _, c := range cfg.Contexts {
+		ctx = c
+	}
+	if ctx == nil {
+		return nil, errcode.New(errcode.Invalid, "kubeconfig: the context is empty")
+	}
+	cluster, ok := cfg.Clusters[ctx.Cluster]
+	if !ok || cluster == nil {
+		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("kubeconfig: the context names cluster %q, which is not defined", ctx.Cluster))
+	}
+	user, ok := cfg.AuthInfos[ctx.AuthInfo]
+	if !ok || user == nil {
+		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("kubeconfig: the context names user %q, which is not defined", ctx.AuthInfo))
+	}
+	if len(cfg.Clusters) != 1 || len(cfg.AuthInfos) != 1 {
+		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("kubeconfig: want one cluster and one user (as k3s writes), found %d clusters and %d users", len(cfg.Clusters), len(cfg.AuthInfos)))
+	}
+
+	cluster.Server = server
+	ctx.Cluster, ctx.AuthInfo = name, name
+	out := clientcmdapi.NewConfig()
+	out.Preferences = cfg.Preferences
+	out.Extensions = cfg.Extensions
+	out.Clusters[name] = cluster
+	out.AuthInfos[name] = user
+	out.Contexts[name] = ctx
+	out.CurrentContext = name
+	b, err := clientcmd.Write(*out)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, "kubeconfig: encoding", err)
+	}
+	return b, nil
+}
+
+// load decodes data as a kubeconfig; an error matches errcode.Invalid.
+func load(data []byte) (*clientcmdapi.Config, error) {
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Invalid, "kubeconfig: not a kubeconfig", err)
+	}
+	return cfg, nil
+}
+
+// checkServer accepts an https URL with a host and nothing after it but
+// an optional "/".
+func checkServer(server string) error {
+	u, err := url.Parse(server)
+	if err != nil {
+		return errcode.Wrap(errcode.Invalid, fmt.Sprintf("kubeconfig: server %q", server), err)
+	}
+	switch {
+	case u.Scheme != "https":
+		return errcode.New(errcode.Invalid, fmt.Sprintf("kubeconfig: server %q: want an https:// URL such as https://10.0.0.10:6443", server))
+	case u.Hostname() == "":
+		return errcode.New(errcode.Invalid, fmt.Sprintf("kubeconfig: server %q has no host", server))
+	case u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
+		return errcode.New(errcode.Invalid, fmt.Sprintf("kubeconfig: server %q: want only https://host[:port]", server))
+	}
+	return nil
+}
+
+// checkName accepts a non-empty name without spaces or control
+// characters: one that kubectl's --context flag can name.
+func checkName(name string) error {
+	if name == "" {
+		return errcode.New(errcode.Invalid, "kubeconfig: empty name")
+	}
+	if strings.IndexFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar }) >= 0 {
+		return errcode.New(errcode.Invalid, fmt.Sprintf("kubeconfig: name %q: spaces and control characters are not allowed", name))
+	}
+	return nil
+}
