@@ -109,11 +109,11 @@ func Remove(path, name string) error {
 // serialises them with other processes.
 var fileMu sync.Mutex
 
-// Lock-file waiting: how long, and how often to look again.
-const (
-	lockWait = 5 * time.Second
-	lockPoll = 20 * time.Millisecond
-)
+// How long to wait for another holder of the lock file, and how often to
+// look again. lockWait is a variable for the tests alone.
+var lockWait = 5 * time.Second
+
+const lockPoll = 20 * time.Millisecond
 
 // update loads the kubeconfig at path (empty when missing), lets change
 // edit it, and writes it back when change reports a change. A missing

@@ -93,7 +93,7 @@ func load(data []byte) (*clientcmdapi.Config, error) {
 func checkServer(server string) error {
 	u, err := url.Parse(server)
 	if err != nil {
-		return errcode.Wrap(errcode.Invalid, fmt.Sprintf("kubeconfig: server %q", server), err)
+		return errcode.Wrap(errcode.Invalid, fmt.Sprintf("kubeconfig: server %q: want an https:// URL such as https://10.0.0.10:6443", server), err)
 	}
 	switch {
 	case u.Scheme != "https":
