@@ -87,6 +87,9 @@ func Remove(path, name string) error {
 	if name == "" {
 		return errcode.New(errcode.Invalid, "kubeconfig: remove: empty name")
 	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil // nothing to remove, and no directory to create for the lock
+	}
 	return update(path, func(cfg *clientcmdapi.Config) bool {
 		_, c := cfg.Clusters[name]
 		_, u := cfg.AuthInfos[name]
