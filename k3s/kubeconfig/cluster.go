@@ -30,6 +30,13 @@ type Cluster struct {
 // by its ctx. A kubeconfig that cannot be used (no current context,
 // unreadable credentials) is an error matching errcode.Invalid.
 func Client(data []byte) (*Cluster, error) {
+	cfg, err := load(data)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := cfg.Contexts[cfg.CurrentContext]; !ok {
+		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("kubeconfig: client: the current context %q is not defined", cfg.CurrentContext))
+	}
 	rc, err := clientcmd.RESTConfigFromKubeConfig(data)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Invalid, "kubeconfig: client", err)
@@ -60,7 +67,7 @@ func (c *Cluster) Kubernetes() kubernetes.Interface { return c.client }
 func (c *Cluster) Ready(ctx context.Context) error {
 	body, err := c.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 	if err != nil {
-		return c.classify("/readyz", err)
+		return c.classify("GET "+c.server+"/readyz", err)
 	}
 	if s := strings.TrimSpace(string(body)); s != "ok" {
 		return errcode.New(errcode.Transient, fmt.Sprintf("kubeconfig: %s/readyz answered %q, not \"ok\"", c.server, clip(s)))
@@ -94,7 +101,7 @@ type Node struct {
 func (c *Cluster) Nodes(ctx context.Context) ([]Node, error) {
 	list, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, c.classify("nodes", err)
+		return nil, c.classify("listing the nodes of "+c.server, err)
 	}
 	out := make([]Node, 0, len(list.Items))
 	for i := range list.Items {
@@ -146,7 +153,7 @@ func nodeOf(n *corev1.Node) Node {
 // classify wraps a client-go error with the code that says what to do
 // about it.
 func (c *Cluster) classify(what string, err error) error {
-	msg := fmt.Sprintf("kubeconfig: %s %s", c.server, what)
+	msg := "kubeconfig: " + what
 	var (
 		unknownCA x509.UnknownAuthorityError
 		hostname  x509.HostnameError
