@@ -124,15 +124,17 @@ const lockPoll = 20 * time.Millisecond
 func update(path string, change func(*clientcmdapi.Config) bool) error {
 	fileMu.Lock()
 	defer fileMu.Unlock()
-	target, err := resolve(path)
-	if err != nil {
-		return err
-	}
-	unlock, err := lock(target)
+	// The lock is named after path as given, symbolic link or not, as
+	// kubectl names it; the file read and replaced is the link's target.
+	unlock, err := lock(path)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	target, err := resolve(path)
+	if err != nil {
+		return err
+	}
 
 	cfg := clientcmdapi.NewConfig()
 	b, err := os.ReadFile(target)

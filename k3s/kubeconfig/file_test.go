@@ -187,6 +187,23 @@ func TestMerge(t *testing.T) {
 		requireCode(t, kubeconfig.Merge(path, []byte("kind: Config\napiVersion: v1\n")), errcode.Invalid)
 		assert.NoFileExists(t, path)
 	})
+	t.Run("through a symbolic link", func(t *testing.T) {
+		dir := t.TempDir()
+		target := filepath.Join(dir, "dotfiles", "kubeconfig")
+		require.NoError(t, os.MkdirAll(filepath.Dir(target), 0o700))
+		require.NoError(t, os.WriteFile(target, userConfig(t), 0o600))
+		link := filepath.Join(dir, "config")
+		require.NoError(t, os.Symlink(target, link))
+		require.NoError(t, kubeconfig.Merge(link, lab(t)))
+		st, err := os.Lstat(link)
+		require.NoError(t, err)
+		assert.NotZero(t, st.Mode()&os.ModeSymlink, "the link is kept")
+		got, err := os.ReadFile(target)
+		require.NoError(t, err)
+		assert.Equal(t, "https://10.0.0.10:6443", loadConfig(t, got).Clusters["lab"].Server)
+		assert.Equal(t, []string{"config", "dotfiles"}, entries(t, dir), "lock released")
+		assert.Equal(t, []string{"kubeconfig"}, entries(t, filepath.Dir(target)))
+	})
 	t.Run("concurrent merges all land", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "config")
 		var wg sync.WaitGroup
