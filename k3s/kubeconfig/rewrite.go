@@ -2,7 +2,9 @@ package kubeconfig
 
 import (
 	"fmt"
+	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -100,10 +102,36 @@ func checkServer(server string) error {
 		return errcode.New(errcode.Invalid, fmt.Sprintf("kubeconfig: server %q: want an https:// URL such as https://10.0.0.10:6443", server))
 	case u.Hostname() == "":
 		return errcode.New(errcode.Invalid, fmt.Sprintf("kubeconfig: server %q has no host", server))
-	case u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
+	case u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "":
 		return errcode.New(errcode.Invalid, fmt.Sprintf("kubeconfig: server %q: want only https://host[:port]", server))
+	case net.ParseIP(u.Hostname()) == nil && !isDNSName(u.Hostname()):
+		return errcode.New(errcode.Invalid, fmt.Sprintf("kubeconfig: server %q: the host is neither an IP address nor a DNS name", server))
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return errcode.New(errcode.Invalid, fmt.Sprintf("kubeconfig: server %q: port out of range", server))
+		}
 	}
 	return nil
+}
+
+// isDNSName reports whether s is made of dot-separated labels of ASCII
+// letters, digits, '-' and '_' (what a --tls-san name can be).
+func isDNSName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(s, "."), ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // checkName accepts a non-empty name without spaces or control
