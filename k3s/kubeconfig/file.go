@@ -143,7 +143,7 @@ func update(path string, change func(*clientcmdapi.Config) bool) error {
 	case err != nil:
 		return errcode.Wrap(errcode.Internal, "kubeconfig", err)
 	default:
-		if cfg, err = clientcmd.Load(b); err != nil {
+		if cfg, err = decode(b); err != nil {
 			return errcode.Wrap(errcode.Invalid, fmt.Sprintf("kubeconfig: %s is not a kubeconfig; left untouched", path), err)
 		}
 	}

@@ -1,6 +1,7 @@
 package kubeconfig
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -83,9 +84,26 @@ func Rewrite(data []byte, server, name string) ([]byte, error) {
 
 // load decodes data as a kubeconfig; an error matches errcode.Invalid.
 func load(data []byte) (*clientcmdapi.Config, error) {
-	cfg, err := clientcmd.Load(data)
+	cfg, err := decode(data)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Invalid, "kubeconfig: not a kubeconfig", err)
+	}
+	return cfg, nil
+}
+
+// decode is clientcmd.Load with its error made safe to show. clientcmd
+// reports a name used twice with the whole list in Go syntax, credentials
+// included (a duplicated user prints its client key's bytes): the list is
+// cut off and the message clipped, at the price of the original error
+// value, whose type carries nothing a caller could use.
+func decode(data []byte) (*clientcmdapi.Config, error) {
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		msg := err.Error()
+		if i := strings.Index(msg, " in list: "); i >= 0 {
+			msg = msg[:i] + " in the list"
+		}
+		return nil, errors.New(clip(msg))
 	}
 	return cfg, nil
 }

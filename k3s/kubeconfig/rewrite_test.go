@@ -105,6 +105,7 @@ func TestRewriteRefuses(t *testing.T) {
 		name, data, server, cluster, want string
 	}{
 		{"not YAML", "{{{", good, "lab", "not a kubeconfig"},
+		{"duplicate user", k3sYAML + "- name: default\n  user:\n    client-key-data: c2VjcmV0LWtleQ==\n", good, "lab", `duplicate name "default" in the list`},
 		{"another kind", "apiVersion: v1\nkind: Pod\n", good, "lab", "not a kubeconfig"},
 		{"empty", "", good, "lab", "found 0"},
 		{"other YAML", "foo: bar\n", good, "lab", "found 0"},
@@ -136,6 +137,8 @@ func TestRewriteRefuses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := kubeconfig.Rewrite([]byte(tt.data), tt.server, tt.cluster)
+			require.Error(t, err)
+			assert.Less(t, len(err.Error()), 400, "a short message")
 			requireCode(t, err, errcode.Invalid)
 			assert.Contains(t, err.Error(), tt.want)
 			assert.Nil(t, out)
