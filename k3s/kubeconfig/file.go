@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
 )
 
@@ -112,11 +113,12 @@ func Remove(path, name string) error {
 // serialises them with other processes.
 var fileMu sync.Mutex
 
-// How long to wait for another holder of the lock file, and how often to
-// look again. lockWait is a variable for the tests alone.
-var lockWait = 5 * time.Second
-
-const lockPoll = 20 * time.Millisecond
+// How long to wait for another holder of the lock file (a variable for
+// the tests alone), and how often to look again.
+var (
+	lockWait = 5 * time.Second
+	lockPoll = backoff.Policy{Initial: 10 * time.Millisecond, Max: 250 * time.Millisecond, Jitter: 0.3}
+)
 
 // update loads the kubeconfig at path (empty when missing), lets change
 // edit it, and writes it back when change reports a change. A missing
@@ -165,6 +167,7 @@ func lock(path string) (unlock func(), err error) {
 	}
 	name := path + ".lock"
 	deadline := time.Now().Add(lockWait)
+	wait := lockPoll.Start()
 	for {
 		f, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 		if err == nil {
@@ -177,7 +180,8 @@ func lock(path string) (unlock func(), err error) {
 		if time.Now().After(deadline) {
 			return nil, errcode.New(errcode.Conflict, fmt.Sprintf("kubeconfig: %s exists: another kubectl or openctl is writing %s (remove the lock file if no one is)", name, path))
 		}
-		time.Sleep(lockPoll)
+		// No context to honour here: the wait is bounded by lockWait.
+		time.Sleep(min(wait.Next(), time.Until(deadline)+time.Millisecond))
 	}
 }
 
