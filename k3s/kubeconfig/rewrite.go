@@ -29,9 +29,9 @@ import (
 //
 // data must hold exactly one context, naming a cluster and a user that
 // data defines, and no other cluster or user: the shape k3s writes. server
-// must be an https URL with a host and no path, such as the VIP's
-// "https://10.0.0.10:6443"; name must be non-empty and hold no space or
-// control character. Anything else is refused with an error matching
+// must be an https URL of a host (an IP address or a DNS name) and an
+// optional port, with no path, such as the VIP's "https://10.0.0.10:6443";
+// name must be non-empty and hold no space or control character. Anything else is refused with an error matching
 // errcode.Invalid that says what is wrong.
 func Rewrite(data []byte, server, name string) ([]byte, error) {
 	if err := checkServer(server); err != nil {
