@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/openctl/openctl/errcode"
@@ -42,6 +43,9 @@ func Client(data []byte) (*Cluster, error) {
 		return nil, errcode.Wrap(errcode.Invalid, "kubeconfig: client", err)
 	}
 	rc.UserAgent = "openctl"
+	// A library prints nothing: the server's deprecation warnings would
+	// otherwise go to klog's stderr.
+	rc.WarningHandler = rest.NoWarnings{}
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Invalid, "kubeconfig: client", err)

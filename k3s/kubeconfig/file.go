@@ -23,6 +23,8 @@ import (
 // When path is a symbolic link, the file it points to is replaced and the
 // link kept. data must decode as a kubeconfig (errcode.Invalid otherwise);
 // a failure to write matches errcode.Internal and leaves path as it was.
+// Write replaces the whole file and takes no lock: to change a file that
+// kubectl or others also write, use Merge.
 func Write(path string, data []byte) error {
 	if _, err := load(data); err != nil {
 		return err
