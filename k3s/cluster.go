@@ -3,12 +3,18 @@ package k3s
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/k3s/kubeconfig"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/refs"
 	"github.com/openctl/openctl/registry"
@@ -415,14 +421,156 @@ func (p *Provider) applyCluster(ctx context.Context, r *manifest.Resource) (*man
 	if err != nil {
 		return nil, err
 	}
-	if s.VIP == nil {
-		if len(members) > 1 || st["message"] == nil {
-			st["message"] = "no VIP: the API endpoint is the first server, a single point of failure"
-		}
-	} else {
+	if s.VIP != nil {
 		st["endpoint"] = "https://" + hostPort(s.VIP.Address, "6443")
 	}
+	name := r.Metadata.Name
+	// The API, through the endpoint users get: wait for it (the VIP may
+	// take a moment to come up), then every node must be Ready there.
+	wctx, cancel := context.WithTimeout(ctx, p.cfg.ReadyTimeout)
+	defer cancel()
+	b := backoff.Policy{Initial: 200 * time.Millisecond, Max: 3 * time.Second, Jitter: 0.1}.Start()
+	for {
+		err := p.apiStatus(wctx, st, contextName(name, s))
+		if err == nil && st["phase"] == PhaseReady {
+			break
+		}
+		why, _ := st["message"].(string)
+		if err != nil {
+			why = err.Error()
+		}
+		if werr := b.Wait(wctx); werr != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, errcode.New(errcode.Transient, fmt.Sprintf("k3s: cluster %s: not ready after %s: %s", name, p.cfg.ReadyTimeout, why))
+		}
+		if st, err = p.clusterStatus(ctx, refs, s.SSH); err != nil {
+			return nil, err
+		}
+		if s.VIP != nil {
+			st["endpoint"] = "https://" + hostPort(s.VIP.Address, "6443")
+		}
+	}
+	if s.VIP == nil {
+		st["message"] = "no VIP: the API endpoint is the first server, a single point of failure"
+	}
+	if err := p.writeKubeconfig(name, s, st); err != nil {
+		return nil, err
+	}
 	return &manifest.Resource{APIVersion: r.APIVersion, Kind: r.Kind, Metadata: r.Metadata, Spec: r.Spec, Status: st}, nil
+}
+
+// contextName is the kubeconfig context of a cluster.
+func contextName(cluster string, s *ClusterSpec) string {
+	if s.Kubeconfig != nil && s.Kubeconfig.Context != "" {
+		return s.Kubeconfig.Context
+	}
+	return cluster
+}
+
+// apiStatus reads the cluster through its API at st["endpoint"] with the
+// first server's kubeconfig (st["kubeconfig"], replaced by the one users
+// get: pointed at the endpoint, named ctxName), and sets each node's
+// phase from the API: Ready only when the host runs k3s and the API has
+// the node Ready. A cluster whose API does not answer is NotReady, its
+// message saying why; only a kubeconfig that cannot be used is an error.
+func (p *Provider) apiStatus(ctx context.Context, st map[string]any, ctxName string) error {
+	raw, _ := st["kubeconfig"].(string)
+	endpoint, _ := st["endpoint"].(string)
+	if raw == "" || endpoint == "" {
+		st["phase"] = PhaseNotReady
+		st["message"] = "the first server has written no kubeconfig yet"
+		return nil
+	}
+	kc, err := kubeconfig.Rewrite([]byte(raw), endpoint, ctxName)
+	if err != nil {
+		return err
+	}
+	st["kubeconfig"] = string(kc)
+	cl, err := kubeconfig.Client(kc)
+	if err != nil {
+		return err
+	}
+	var nodes []kubeconfig.Node
+	err = cl.Ready(ctx)
+	if err == nil {
+		nodes, err = cl.Nodes(ctx)
+	}
+	if err != nil {
+		if errcode.Is(err, errcode.Transient) || errcode.Is(err, errcode.Invalid) {
+			st["phase"] = PhaseNotReady
+			st["message"] = "the API at " + endpoint + " does not answer: " + err.Error()
+			return nil
+		}
+		return err
+	}
+	inAPI := map[string]kubeconfig.Node{}
+	for _, n := range nodes {
+		inAPI[n.Name] = n
+	}
+	ready, total := 0, 0
+	var notReady []string
+	list, _ := st["nodes"].([]any)
+	for _, e := range list {
+		m := e.(map[string]any)
+		total++
+		name, _ := m["name"].(string)
+		n, ok := inAPI[name]
+		switch {
+		case !ok:
+			m["phase"] = "Missing"
+			notReady = append(notReady, name+" is not in the API")
+		case m["phase"] != PhaseReady:
+			notReady = append(notReady, name+" is "+fmt.Sprint(m["phase"])+" on its host")
+		case !n.Ready:
+			m["phase"] = PhaseNotReady
+			notReady = append(notReady, name+" is not Ready in the API")
+		default:
+			ready++
+		}
+		if ok {
+			m["roles"] = toAny(n.Roles)
+			m["kubeletVersion"] = n.KubeletVersion
+		}
+	}
+	st["readyNodes"] = fmt.Sprintf("%d/%d", ready, total)
+	if ready == total {
+		st["phase"] = PhaseReady
+		delete(st, "message")
+		return nil
+	}
+	st["phase"] = PhaseNotReady
+	st["message"] = strings.Join(notReady, "; ")
+	return nil
+}
+
+// writeKubeconfig writes the cluster's kubeconfig (st["kubeconfig"]) to
+// KubeconfigDir/<name>.yaml and, when the spec asks, merges it into the
+// user's kubeconfig file.
+func (p *Provider) writeKubeconfig(name string, s *ClusterSpec, st map[string]any) error {
+	kc, _ := st["kubeconfig"].(string)
+	if kc == "" {
+		return nil
+	}
+	outputs := map[string]any{"context": contextName(name, s)}
+	if path := p.kubeconfigPath(name); path != "" {
+		if err := kubeconfig.Write(path, []byte(kc)); err != nil {
+			return err
+		}
+		outputs["kubeconfigPath"] = path
+	}
+	if s.Kubeconfig != nil && s.Kubeconfig.Merge {
+		if p.cfg.KubeConfig == "" {
+			return errcode.New(errcode.Invalid, fmt.Sprintf("k3s: cluster %s: kubeconfig.merge is set and the provider has no kubeconfig file to merge into (providers.k3s.kubeconfig)", name))
+		}
+		if err := kubeconfig.Merge(p.cfg.KubeConfig, []byte(kc)); err != nil {
+			return err
+		}
+		outputs["mergedInto"] = p.cfg.KubeConfig
+	}
+	st["outputs"] = outputs
+	return nil
 }
 
 // getCluster reads a cluster from the nodes its record lists.
@@ -445,8 +593,20 @@ func (p *Provider) getCluster(ctx context.Context, id manifest.ID) (*manifest.Re
 	if e, ok := prior.Status["endpoint"]; ok {
 		st["endpoint"] = e
 	}
-	if m, ok := prior.Status["message"]; ok && st["message"] == nil {
-		st["message"] = m
+	cs, err := DecodeClusterSpec(prior)
+	if err != nil {
+		return nil, err
+	}
+	actx, cancel := context.WithTimeout(ctx, apiReadTimeout)
+	defer cancel()
+	if err := p.apiStatus(actx, st, contextName(id.Name, cs)); err != nil {
+		return nil, err
+	}
+	if cs.VIP == nil && st["phase"] == PhaseReady {
+		st["message"] = "no VIP: the API endpoint is the first server, a single point of failure"
+	}
+	if o, ok := prior.Status["outputs"]; ok {
+		st["outputs"] = o
 	}
 	return &manifest.Resource{APIVersion: id.APIVersion, Kind: id.Kind, Metadata: manifest.Metadata{Name: id.Name, Labels: prior.Metadata.Labels}, Spec: prior.Spec, Status: st}, nil
 }
@@ -461,5 +621,30 @@ func fromMap(m map[string]any, v any) error {
 	return json.Unmarshal(data, v)
 }
 
-// deleteCluster forgets a cluster whose nodes the engine deleted.
-func (p *Provider) deleteCluster(_ context.Context, _ manifest.ID) error { return nil }
+// apiReadTimeout bounds reading a cluster's API for its status.
+const apiReadTimeout = 15 * time.Second
+
+// deleteCluster removes the kubeconfig of a cluster whose nodes the engine
+// deleted: its file, and its entries in the user's kubeconfig when they
+// were merged there.
+func (p *Provider) deleteCluster(ctx context.Context, id manifest.ID) error {
+	prior := registry.Prior(ctx)
+	if prior == nil {
+		return nil
+	}
+	cs, err := DecodeClusterSpec(prior)
+	if err != nil {
+		return nil // not one this provider could have written
+	}
+	if cs.Kubeconfig != nil && cs.Kubeconfig.Merge && p.cfg.KubeConfig != "" {
+		if err := kubeconfig.Remove(p.cfg.KubeConfig, contextName(id.Name, cs)); err != nil {
+			return err
+		}
+	}
+	if path := p.kubeconfigPath(id.Name); path != "" {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return errcode.Wrap(errcode.Internal, "k3s: removing "+path, err)
+		}
+	}
+	return nil
+}

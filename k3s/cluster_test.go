@@ -2,6 +2,9 @@ package k3s_test
 
 import (
 	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 
 	"github.com/openctl/openctl"
 	"github.com/openctl/openctl/k3s"
+	"github.com/openctl/openctl/k3s/kubeconfig"
 	"github.com/openctl/openctl/manifest"
 )
 
@@ -18,6 +22,10 @@ func TestSingleServerCluster(t *testing.T) {
 	e := newEnv(t)
 	hs := e.hosts(ctx, t, "one")
 	c := e.cluster("solo", hs, nil)
+	c.Spec["kubeconfig"] = map[string]any{"merge": true, "context": "lab-solo"}
+	// The user's kubeconfig already has another cluster: it stays.
+	other := []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: other\n  cluster: {server: 'https://other.example:6443'}\nusers:\n- name: other\n  user: {token: t}\ncontexts:\n- name: other\n  context: {cluster: other, user: other}\ncurrent-context: other\n")
+	require.NoError(t, kubeconfig.Write(e.cfg.KubeConfig, other))
 
 	start := time.Now()
 	rep, err := e.engine.Apply(ctx, c)
@@ -35,6 +43,29 @@ func TestSingleServerCluster(t *testing.T) {
 	assert.Equal(t, "1/1", st["readyNodes"])
 	assert.Equal(t, "https://"+hs[0].Addr().String()+":6443", st["endpoint"])
 	assert.Contains(t, st["message"], "single point of failure")
+	nodes := st["nodes"].([]any)
+	require.Len(t, nodes, 1)
+	assert.Equal(t, []any{"control-plane", "etcd", "master"}, nodes[0].(map[string]any)["roles"], "from the API")
+	assert.Equal(t, standinVersion, nodes[0].(map[string]any)["kubeletVersion"])
+
+	// The kubeconfig: its own file, and merged beside the other cluster.
+	path := filepath.Join(e.cfg.KubeconfigDir, "solo.yaml")
+	assert.Equal(t, map[string]any{"context": "lab-solo", "kubeconfigPath": path, "mergedInto": e.cfg.KubeConfig}, st["outputs"])
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+	kc, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Contains(t, string(kc), "server: https://"+hs[0].Addr().String()+":6443")
+	assert.Contains(t, string(kc), "current-context: lab-solo")
+	cl, err := kubeconfig.Client(kc)
+	require.NoError(t, err)
+	require.NoError(t, cl.Ready(ctx), "the API answers through the written kubeconfig")
+	merged, err := os.ReadFile(e.cfg.KubeConfig)
+	require.NoError(t, err)
+	for _, want := range []string{"name: other", "name: lab-solo", "current-context: other"} {
+		assert.Contains(t, string(merged), want)
+	}
 
 	node, err := e.engine.Get(ctx, manifest.ID{APIVersion: k3s.APIVersion, Kind: k3s.KindNode, Name: "one"})
 	require.NoError(t, err)
@@ -96,6 +127,12 @@ func TestSingleServerCluster(t *testing.T) {
 	for _, left := range []string{"k3s.service", "\nk3s\n", "k3s server"} {
 		assert.NotContains(t, string(out), left, "uninstalled, and nothing of it runs")
 	}
+	_, err = os.Stat(path)
+	assert.ErrorIs(t, err, fs.ErrNotExist, "its kubeconfig file is gone")
+	merged, err = os.ReadFile(e.cfg.KubeConfig)
+	require.NoError(t, err)
+	assert.NotContains(t, string(merged), "lab-solo", "and its entries in the user's")
+	assert.Contains(t, string(merged), "name: other")
 }
 
 // An apply interrupted while it uploads k3s leaves nothing half-written,

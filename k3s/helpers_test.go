@@ -50,6 +50,7 @@ func binaryDir(t *testing.T) string {
 type env struct {
 	net    *k3stest.Network
 	prov   *k3s.Provider
+	cfg    k3s.Config
 	engine *openctl.Engine
 	store  state.Store
 
@@ -88,8 +89,10 @@ func newEnv(t *testing.T) *env {
 			hook(host, step)
 		}
 	}
-	p, err := k3s.New(k3s.Config{BinaryDir: dir, Offline: true, ReadyTimeout: 2 * time.Minute, KubeconfigDir: t.TempDir(),
-		SSH: remote.Options{OnCommand: record}})
+	en.cfg = k3s.Config{BinaryDir: dir, Offline: true, ReadyTimeout: 2 * time.Minute,
+		KubeconfigDir: t.TempDir(), KubeConfig: filepath.Join(t.TempDir(), "kube", "config"),
+		SSH: remote.Options{OnCommand: record}}
+	p, err := k3s.New(en.cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close() })
 	st := state.NewMemory()
