@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,6 +114,10 @@ func TestSingleServerCluster(t *testing.T) {
 	require.NotNil(t, nodeChange)
 	assert.Equal(t, openctl.ActionUpdate, nodeChange.Action)
 	assert.Contains(t, nodeChange.Reasons, "the node is Stopped: the k3s service is inactive")
+	clusterChange := plan.Changes[len(plan.Changes)-1]
+	require.Equal(t, k3s.KindCluster, clusterChange.ID.Kind)
+	assert.Equal(t, openctl.ActionUpdate, clusterChange.Action)
+	assert.Contains(t, strings.Join(clusterChange.Reasons, "\n"), "the cluster is NotReady: ")
 	rep, err = e.engine.Apply(ctx, c)
 	require.NoError(t, err)
 	node, err = e.engine.Get(ctx, manifest.ID{APIVersion: k3s.APIVersion, Kind: k3s.KindNode, Name: "one"})

@@ -447,10 +447,29 @@ func orNone(names []string) string {
 // updated (reinstalled or restarted); changes of the spec itself are the
 // engine's to see. A cluster's own changes are its nodes'.
 func (p *Provider) Diff(_ context.Context, desired, live *manifest.Resource) (registry.Diff, error) {
-	if desired.Kind == KindCluster {
-		return registry.Diff{Action: registry.DiffNone}, nil
-	}
 	var d registry.Diff
+	if desired.Kind == KindCluster {
+		// The nodes' own diffs do the work; the cluster says what is
+		// wrong as a whole: a node missing from the API or not Ready,
+		// versions that differ from the spec.
+		if phase, _ := live.Status["phase"].(string); phase != PhaseReady {
+			msg, _ := live.Status["message"].(string)
+			d.Action = registry.DiffUpdate
+			d.Reasons = append(d.Reasons, "the cluster is "+phase+": "+msg)
+		}
+		if want, ok := desired.Spec["k3s"].(map[string]any); ok {
+			if v, _ := want["version"].(string); v != "" {
+				if have, _ := live.Status["version"].(string); have != v {
+					d.Action = registry.DiffUpdate
+					d.Reasons = append(d.Reasons, fmt.Sprintf("the cluster runs k3s %s, the spec says %s", orNone([]string{have}), v))
+				}
+			}
+		}
+		if d.Action == "" {
+			d.Action = registry.DiffNone
+		}
+		return d, nil
+	}
 	if want, ok := desired.Spec["k3s"].(map[string]any); ok {
 		v, _ := want["version"].(string)
 		if have, _ := live.Status["version"].(string); v != "" && have != v {
