@@ -92,6 +92,7 @@ func (p *Provider) Plan(_ context.Context, r *manifest.Resource) ([]*manifest.Re
 		default:
 			spec["server"] = nodeRef(first, "status.url")
 			spec["agentToken"] = nodeRef(first, "status.agentToken")
+			spec["kubeconfig"] = nodeRef(first, "status.kubeconfig")
 			if m.role == RoleServer {
 				spec["token"] = nodeRef(first, "status.token")
 				spec["after"] = []any{nodeRef(prevServer, "status.phase")}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/k3s/kubeconfig"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/registry"
 	"github.com/openctl/openctl/remote"
@@ -147,7 +148,7 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 		}
 	}
 	registry.ReportStep(ctx, "waiting for the node to be ready")
-	st, err := p.waitReady(ctx, h, name, loc)
+	st, err := p.waitReady(ctx, h, name, loc, s)
 	if err != nil {
 		return nil, err
 	}
@@ -176,21 +177,40 @@ func password(token string) string {
 }
 
 // waitReady polls the node's status until it is Ready or the ready
-// timeout passes.
-func (p *Provider) waitReady(ctx context.Context, h *remote.Host, name string, loc *location) (map[string]any, error) {
+// timeout passes. A joining node must also show up Ready in the API of
+// the cluster it joins (s.Kubeconfig, through s.Server) — the proof it
+// joined that cluster and did not start one of its own — and a joining
+// server's CA must be the cluster's: a different one fails at once.
+func (p *Provider) waitReady(ctx context.Context, h *remote.Host, name string, loc *location, s *NodeSpec) (map[string]any, error) {
 	wctx, cancel := context.WithTimeout(ctx, p.cfg.ReadyTimeout)
 	defer cancel()
+	var api *kubeconfig.Cluster
+	if !s.Init && s.Kubeconfig != "" {
+		kc, err := kubeconfig.Rewrite([]byte(s.Kubeconfig), s.Server, "join")
+		if err != nil {
+			return nil, p.nodeErr(name, "read the cluster's kubeconfig", err)
+		}
+		if api, err = kubeconfig.Client(kc); err != nil {
+			return nil, p.nodeErr(name, "read the cluster's kubeconfig", err)
+		}
+	}
 	b := backoff.Policy{Initial: 200 * time.Millisecond, Max: 3 * time.Second, Jitter: 0.1}.Start()
 	for {
 		st, err := p.nodeStatus(wctx, h, name, loc)
-		if err == nil && st["phase"] == PhaseReady {
-			return st, nil
-		}
 		why := "not ready"
-		if err != nil {
+		switch {
+		case err != nil:
 			why = err.Error()
-		} else if m, ok := st["message"].(string); ok && m != "" {
-			why = m
+		case st["phase"] != PhaseReady:
+			why, _ = st["message"].(string)
+		case s.Role == RoleServer && !s.Init && caHash(st["token"]) != caHash(s.Token):
+			return nil, errcode.New(errcode.Internal, fmt.Sprintf("k3s: node %s (%s): it runs a cluster of its own (CA hash %s), not the one it was to join (%s): delete it and its data (/var/lib/rancher/k3s) before joining it again",
+				name, h.Addr(), caHash(st["token"]), caHash(s.Token)))
+		case api != nil:
+			why = inAPI(wctx, api, name)
+		}
+		if why == "" && err == nil {
+			return st, nil
 		}
 		if werr := b.Wait(wctx); werr != nil {
 			if ctx.Err() != nil {
@@ -199,6 +219,33 @@ func (p *Provider) waitReady(ctx context.Context, h *remote.Host, name string, l
 			return nil, errcode.New(errcode.Transient, fmt.Sprintf("k3s: node %s (%s): not ready after %s: %s", name, h.Addr(), p.cfg.ReadyTimeout, why))
 		}
 	}
+}
+
+// inAPI returns why node name is not Ready in the cluster's API, or "".
+func inAPI(ctx context.Context, api *kubeconfig.Cluster, name string) string {
+	nodes, err := api.Nodes(ctx)
+	if err != nil {
+		return err.Error()
+	}
+	for _, n := range nodes {
+		if n.Name == name {
+			if n.Ready {
+				return ""
+			}
+			return "the Node is not Ready in the cluster's API yet"
+		}
+	}
+	return "the Node has not registered with the cluster's API at " + api.Server() + " yet"
+}
+
+// caHash is the CA hash of a K10 token, or "" for any other value.
+func caHash(token any) string {
+	t, _ := token.(string)
+	h, _, ok := strings.Cut(strings.TrimPrefix(t, "K10"), "::")
+	if !ok || !strings.HasPrefix(t, "K10") {
+		return ""
+	}
+	return h
 }
 
 // nodeStatusScript prints the node's state as key=value lines and, for a
@@ -422,6 +469,7 @@ func (p *Provider) joinInfo(ctx context.Context, name string, s *NodeSpec) error
 	s.Cluster = pick.Metadata.Name
 	s.Server = str("endpoint")
 	s.AgentToken = str("agentToken")
+	s.Kubeconfig = str("kubeconfig")
 	if s.Role == RoleServer {
 		s.Token = str("token")
 	}

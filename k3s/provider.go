@@ -132,7 +132,7 @@ func (p *Provider) Pool() *remote.Pool { return p.pool }
 func (p *Provider) Name() string { return Name }
 
 // nodeSecrets are the secret fields of a Node.
-var nodeSecrets = []string{"spec.token", "spec.agentToken", "status.token", "status.agentToken", "status.kubeconfig"}
+var nodeSecrets = []string{"spec.token", "spec.agentToken", "spec.kubeconfig", "status.token", "status.agentToken", "status.kubeconfig"}
 
 // Kinds returns Cluster, Node and K3sNode.
 func (p *Provider) Kinds() []registry.Kind {

@@ -425,6 +425,10 @@ type NodeSpec struct {
 	Token string `json:"token,omitempty"`
 	// AgentToken is the token agents join with. Secret.
 	AgentToken string `json:"agentToken,omitempty"`
+	// Kubeconfig is the cluster's admin kubeconfig (the first server's
+	// status.kubeconfig), through which a joining node is checked in the
+	// cluster's API. Secret.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
 	// After orders joins: the node is applied after the resources these
 	// $refs name (servers join one at a time). Their values are unused.
 	After []any `json:"after,omitempty"`
