@@ -29,6 +29,7 @@ type node struct {
 	refused  error         // set when the node must fail without running
 	del      bool          // delete the resource instead of applying it
 	recorded bool          // for a delete: the state has a record of it
+	cascade  bool          // for a delete: its owner is deleted in the same operation
 }
 
 // op names what the operation does to n: "apply" or "delete".
@@ -244,7 +245,7 @@ func (e *Engine) addPrunes(ctx context.Context, s *set) error {
 				continue // adopted by someone else, or already gone
 			}
 			before := len(s.nodes)
-			if err := e.addForDelete(ctx, s, c, &n.id, 0, nil); err != nil {
+			if err := e.addForDelete(ctx, s, c, &n.id, 0, nil, false); err != nil {
 				return err
 			}
 			pruned = pruned || len(s.nodes) > before

@@ -52,7 +52,7 @@ func (e *Engine) Delete(ctx context.Context, ids ...manifest.ID) (*Report, error
 		requested[id] = true
 	}
 	for _, id := range ids {
-		if err := e.addForDelete(ctx, s, id, nil, 0, requested); err != nil {
+		if err := e.addForDelete(ctx, s, id, nil, 0, requested, false); err != nil {
 			return nil, err
 		}
 	}
@@ -69,7 +69,7 @@ func (e *Engine) Delete(ctx context.Context, ids ...manifest.ID) (*Report, error
 // A resource asked for by name (requested) whose owner still exists and is
 // not being deleted too is refused: it gets a node that fails without
 // running, and nothing below it is added, so nothing of it is deleted.
-func (e *Engine) addForDelete(ctx context.Context, s *set, id manifest.ID, owner *manifest.ID, depth int, requested map[manifest.ID]bool) error {
+func (e *Engine) addForDelete(ctx context.Context, s *set, id manifest.ID, owner *manifest.ID, depth int, requested map[manifest.ID]bool, cascade bool) error {
 	if s.node(id) != nil {
 		return nil
 	}
@@ -77,7 +77,7 @@ func (e *Engine) addForDelete(ctx context.Context, s *set, id manifest.ID, owner
 	if err != nil {
 		return wrapf(err, "delete %s", id.Short())
 	}
-	n := &node{id: id, key: id.String(), prov: p, kind: kind, owner: owner, del: true}
+	n := &node{id: id, key: id.String(), prov: p, kind: kind, owner: owner, del: true, cascade: cascade}
 	s.nodes[n.key] = n
 	rec, err := e.store.Get(ctx, id)
 	switch {
@@ -141,7 +141,7 @@ func (e *Engine) addForDelete(ctx context.Context, s *set, id manifest.ID, owner
 		}
 	}
 	for _, c := range n.children {
-		if err := e.addForDelete(ctx, s, c, &n.id, depth+1, requested); err != nil {
+		if err := e.addForDelete(ctx, s, c, &n.id, depth+1, requested, true); err != nil {
 			return err
 		}
 	}
@@ -174,6 +174,9 @@ func (e *Engine) deleteOne(ctx context.Context, n *node, p *progress) error {
 	ctx, err := e.withPrior(ctx, id)
 	if err != nil {
 		return wrapf(err, "delete %s", id.Short())
+	}
+	if n.cascade {
+		ctx = registry.WithCascade(ctx)
 	}
 	// A resource that is already gone is reported as unchanged, not as
 	// deleted: nothing was deleted. A recorded resource with children is

@@ -53,3 +53,20 @@ func RecordsOf(ctx context.Context) Records {
 	r, _ := ctx.Value(recordsKey{}).(Records)
 	return r
 }
+
+type cascadeKey struct{}
+
+// WithCascade returns a context that says the resource being deleted goes
+// because its owner is deleted in the same operation.
+func WithCascade(ctx context.Context) context.Context {
+	return context.WithValue(ctx, cascadeKey{}, true)
+}
+
+// Cascade reports whether the current delete is part of deleting the
+// resource's owner — a K3s node deleted with its whole cluster need not
+// be drained first — rather than of the resource alone or of its owner
+// shrinking (a pruned child).
+func Cascade(ctx context.Context) bool {
+	v, _ := ctx.Value(cascadeKey{}).(bool)
+	return v
+}
