@@ -397,6 +397,13 @@ func (p *Provider) deleteNode(ctx context.Context, id manifest.ID) error {
 	if err != nil {
 		return err
 	}
+	// Deleted with its whole cluster, a node needs no draining: the
+	// cluster goes.
+	if !registry.Cascade(ctx) {
+		if err := p.removeFromCluster(ctx, id.Name, registry.Prior(ctx)); err != nil {
+			return err
+		}
+	}
 	h, err := p.pool.Host(ctx, loc.target())
 	if err != nil {
 		return p.nodeErr(id.Name, "connect", err)

@@ -1,0 +1,144 @@
+package k3s
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubectl/pkg/drain"
+
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/k3s/kubeconfig"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/registry"
+)
+
+// drainTimeout bounds draining one node.
+const drainTimeout = 5 * time.Minute
+
+// removeFromCluster takes node name out of its cluster before its host
+// is uninstalled: it refuses when the servers left would be fewer than a
+// majority of the current ones, then cordons the node, drains it —
+// evicting its pods, honouring PodDisruptionBudgets, leaving DaemonSet
+// pods, never deleting emptyDir data — and deletes its Node, which for a
+// server also removes its etcd member. It does nothing when no other
+// server of the cluster answers (the node is the cluster's last server,
+// or belongs to no recorded cluster).
+func (p *Provider) removeFromCluster(ctx context.Context, name string, prior *manifest.Resource) error {
+	api, err := p.otherServerAPI(ctx, name, prior)
+	if err != nil || api == nil {
+		return err
+	}
+	cs := api.Kubernetes()
+	node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return errcode.Wrap(errcode.Transient, fmt.Sprintf("k3s: node %s: reading it in the API", name), err)
+	}
+	if isServer(node) {
+		nodes, err := api.Nodes(ctx)
+		if err != nil {
+			return err
+		}
+		servers := 0
+		for _, n := range nodes {
+			if slices.Contains(n.Roles, "etcd") || slices.Contains(n.Roles, "control-plane") {
+				servers++
+			}
+		}
+		if left, need := servers-1, servers/2+1; left < need {
+			return errcode.New(errcode.Conflict, fmt.Sprintf("k3s: node %s: removing it would leave %d of %d servers, fewer than the %d etcd needs for a quorum: add servers first, or delete the whole cluster", name, left, servers, need))
+		}
+	}
+	registry.ReportStep(ctx, "draining "+name)
+	var log strings.Builder
+	h := &drain.Helper{
+		Ctx: ctx, Client: cs,
+		GracePeriodSeconds: -1, IgnoreAllDaemonSets: true, Timeout: drainTimeout,
+		Out: io.Discard, ErrOut: &log,
+	}
+	if err := drain.RunCordonOrUncordon(h, node, true); err != nil {
+		return errcode.Wrap(errcode.Transient, fmt.Sprintf("k3s: node %s: cordon", name), err)
+	}
+	if err := drain.RunNodeDrain(h, name); err != nil {
+		msg := strings.TrimSpace(err.Error())
+		if l := strings.TrimSpace(log.String()); l != "" {
+			msg += " (" + l + ")"
+		}
+		return errcode.New(errcode.Conflict, fmt.Sprintf("k3s: node %s: drain: %s: it stays, cordoned; nothing after it is removed", name, msg))
+	}
+	registry.ReportStep(ctx, "deleting "+name+" from the API")
+	if err := cs.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return errcode.Wrap(errcode.Transient, fmt.Sprintf("k3s: node %s: deleting its Node", name), err)
+	}
+	return nil
+}
+
+func isServer(n *corev1.Node) bool {
+	for _, l := range []string{"node-role.kubernetes.io/etcd", "node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"} {
+		if _, ok := n.Labels[l]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// otherServerAPI returns the API of the cluster prior's node belongs to,
+// through a server other than name that answers; nil when there is none.
+func (p *Provider) otherServerAPI(ctx context.Context, name string, prior *manifest.Resource) (*kubeconfig.Cluster, error) {
+	cluster, _ := prior.Spec["cluster"].(string)
+	rs := registry.RecordsOf(ctx)
+	if cluster == "" || rs == nil {
+		return nil, nil
+	}
+	clusters, err := rs.Records(ctx, APIVersion, KindCluster)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range clusters {
+		if c.Metadata.Name != cluster {
+			continue
+		}
+		var rec struct {
+			Nodes []nodeRef `json:"nodes"`
+			SSH   SSHSpec   `json:"ssh"`
+		}
+		if err := fromMap(c.Status, &rec); err != nil {
+			return nil, nil
+		}
+		for _, n := range rec.Nodes {
+			if n.Role != RoleServer || n.Name == name {
+				continue
+			}
+			loc := &location{Role: n.Role, Address: n.Address, SSHHostKey: n.SSHHostKey, SSH: rec.SSH}
+			h, err := p.pool.Host(ctx, loc.target())
+			if err != nil {
+				continue
+			}
+			st, err := p.nodeStatus(ctx, h, n.Name, loc)
+			if err != nil || st["phase"] != PhaseReady {
+				continue
+			}
+			raw, _ := st["kubeconfig"].(string)
+			url, _ := st["url"].(string)
+			kc, err := kubeconfig.Rewrite([]byte(raw), url, cluster)
+			if err != nil {
+				continue
+			}
+			api, err := kubeconfig.Client(kc)
+			if err != nil || api.Ready(ctx) != nil {
+				continue
+			}
+			return api, nil
+		}
+	}
+	return nil, nil
+}
