@@ -444,7 +444,8 @@ func (p *Provider) applyCluster(ctx context.Context, r *manifest.Resource) (*man
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, errcode.New(errcode.Transient, fmt.Sprintf("k3s: cluster %s: not ready after %s: %s", name, p.cfg.ReadyTimeout, why))
+			// Not Transient: the wait already was the retry.
+			return nil, errcode.New(errcode.Internal, fmt.Sprintf("k3s: cluster %s: not ready after %s: %s", name, p.cfg.ReadyTimeout, why))
 		}
 		if st, err = p.clusterStatus(ctx, refs, s.SSH); err != nil {
 			return nil, err

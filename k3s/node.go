@@ -197,26 +197,27 @@ func (p *Provider) waitReady(ctx context.Context, h *remote.Host, name string, l
 	b := backoff.Policy{Initial: 200 * time.Millisecond, Max: 3 * time.Second, Jitter: 0.1}.Start()
 	for {
 		st, err := p.nodeStatus(wctx, h, name, loc)
-		why := "not ready"
+		why := ""
 		switch {
 		case err != nil:
 			why = err.Error()
 		case st["phase"] != PhaseReady:
-			why, _ = st["message"].(string)
+			why = fmt.Sprint(st["message"])
 		case s.Role == RoleServer && !s.Init && caHash(st["token"]) != caHash(s.Token):
 			return nil, errcode.New(errcode.Internal, fmt.Sprintf("k3s: node %s (%s): it runs a cluster of its own (CA hash %s), not the one it was to join (%s): delete it and its data (/var/lib/rancher/k3s) before joining it again",
 				name, h.Addr(), caHash(st["token"]), caHash(s.Token)))
 		case api != nil:
 			why = inAPI(wctx, api, name)
 		}
-		if why == "" && err == nil {
+		if why == "" {
 			return st, nil
 		}
 		if werr := b.Wait(wctx); werr != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, errcode.New(errcode.Transient, fmt.Sprintf("k3s: node %s (%s): not ready after %s: %s", name, h.Addr(), p.cfg.ReadyTimeout, why))
+			// Not Transient: the wait already was the retry.
+			return nil, errcode.New(errcode.Internal, fmt.Sprintf("k3s: node %s (%s): not ready after %s: %s", name, h.Addr(), p.cfg.ReadyTimeout, why))
 		}
 	}
 }
