@@ -13,6 +13,7 @@ import (
 // then K3S_* variables for flags not given. Not safe for concurrent mutation.
 type ServerConfig struct {
 	ClusterInit     bool
+	Server          string   // --server, -s, K3S_URL: join the cluster of this server
 	DataDir         string   // --data-dir, K3S_DATA_DIR; default /var/lib/rancher/k3s
 	BindAddress     string   // --bind-address; empty: all addresses
 	HTTPSListenPort int      // --https-listen-port; default 6443
@@ -31,6 +32,9 @@ type ServerConfig struct {
 	// several servers can run on one loopback.
 	EtcdClientPort int
 	EtcdPeerPort   int
+	// Stand-in only: where the node password lives (k3s:
+	// /etc/rancher/node/password), so several nodes can share one host.
+	NodePasswordFile string
 
 	// Ignored records accepted flags the stand-in does not act on yet.
 	Ignored []string
@@ -61,13 +65,14 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 	fs.StringArrayVar(&cfg.APIServerArgs, "kube-apiserver-arg", nil, "")
 	fs.IntVar(&cfg.EtcdClientPort, "standin-etcd-client-port", 2379, "")
 	fs.IntVar(&cfg.EtcdPeerPort, "standin-etcd-peer-port", 2380, "")
+	fs.StringVar(&cfg.NodePasswordFile, "standin-node-password-file", DefaultNodePasswordFile, "")
+	fs.StringVarP(&cfg.Server, "server", "s", "", "")
 	var ignored []string
-	for _, name := range []string{"server", "agent-token", "advertise-address", "node-external-ip",
+	for _, name := range []string{"agent-token", "advertise-address", "node-external-ip",
 		"flannel-iface", "flannel-backend", "cluster-cidr", "cluster-dns", "cluster-domain", "config"} {
 		fs.String(name, "", "")
 	}
 	fs.StringArray("disable", nil, "")
-	fs.StringP("server-url", "s", "", "") // -s is --server in k3s
 	if err := fs.Parse(args); err != nil {
 		return ServerConfig{}, fmt.Errorf("standin: server: %w", err)
 	}
@@ -76,7 +81,7 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 	}
 	fs.Visit(func(f *pflag.Flag) {
 		switch f.Name {
-		case "server", "server-url", "agent-token", "advertise-address", "node-external-ip", "flannel-iface",
+		case "agent-token", "advertise-address", "node-external-ip", "flannel-iface",
 			"flannel-backend", "cluster-cidr", "cluster-dns", "cluster-domain", "config", "disable":
 			ignored = append(ignored, f.Name)
 		}
@@ -93,6 +98,7 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 	}
 	env("data-dir", "K3S_DATA_DIR", &cfg.DataDir)
 	env("token", "K3S_TOKEN", &cfg.Token)
+	env("server", "K3S_URL", &cfg.Server)
 	env("token-file", "K3S_TOKEN_FILE", tokenFile)
 	env("node-name", "K3S_NODE_NAME", &cfg.NodeName)
 	env("write-kubeconfig-mode", "K3S_KUBECONFIG_MODE", &cfg.KubeconfigMode)
@@ -112,6 +118,14 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 			return ServerConfig{}, fmt.Errorf("standin: token file: %w", err)
 		}
 		cfg.Token = strings.TrimSpace(string(b))
+	}
+	if cfg.Server != "" {
+		if !strings.HasPrefix(cfg.Server, "https://") {
+			return ServerConfig{}, fmt.Errorf("standin: --server %q: only https:// URLs are supported", cfg.Server)
+		}
+		if cfg.Token == "" {
+			return ServerConfig{}, fmt.Errorf("--token is required when joining a cluster with --server")
+		}
 	}
 	if cfg.KubeconfigMode != "" {
 		if _, err := strconv.ParseUint(cfg.KubeconfigMode, 8, 32); err != nil {

@@ -15,14 +15,39 @@ import (
 	"strings"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
 )
 
-// startEtcd starts this server's embedded etcd member in
-// server/db/etcd, named <node>-<8 hex> as k3s names members (the name is
-// kept in server/db/etcd/name so restarts reuse it), and waits until it
-// serves.
-func startEtcd(ctx context.Context, cfg ServerConfig, serverDir string, nodeIP net.IP, log *slog.Logger) (*embed.Etcd, error) {
+// etcdDataExists reports whether server/db/etcd holds a member's data:
+// then k3s ignores --cluster-init and --server and restarts that member.
+func etcdDataExists(serverDir string) bool {
+	_, err := os.Stat(filepath.Join(serverDir, "db", "etcd", "data", "member"))
+	return err == nil
+}
+
+// etcdLocalHost is where this server's own clients (its kube-apiserver)
+// reach etcd: the node address when it is a loopback one (tests run
+// several servers on 127.0.0.x), else 127.0.0.1.
+func etcdLocalHost(nodeIP net.IP) string {
+	if nodeIP.IsLoopback() {
+		return nodeIP.String()
+	}
+	return "127.0.0.1"
+}
+
+// etcdPeerURL is this member's peer URL, on the node address.
+func etcdPeerURL(cfg ServerConfig, nodeIP net.IP) url.URL {
+	return url.URL{Scheme: "http", Host: net.JoinHostPort(nodeIP.String(), strconv.Itoa(cfg.EtcdPeerPort))}
+}
+
+// startEtcd starts this server's embedded etcd member in server/db/etcd,
+// named <node>-<8 hex> as k3s names members (the name is kept in
+// server/db/etcd/name so restarts reuse it), and waits until it serves.
+// initialCluster empty starts a new cluster of one (or restarts from
+// existing data); otherwise the member joins that existing cluster.
+func startEtcd(ctx context.Context, cfg ServerConfig, serverDir string, nodeIP net.IP, initialCluster string, log *slog.Logger) (*embed.Etcd, error) {
 	dir := filepath.Join(serverDir, "db", "etcd")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("standin: etcd: %w", err)
@@ -37,15 +62,23 @@ func startEtcd(ctx context.Context, cfg ServerConfig, serverDir string, nodeIP n
 	ec.Logger = "zap"
 	ec.LogLevel = "warn"
 	ec.LogOutputs = []string{"stderr"}
-	clientHost := "127.0.0.1"
-	ec.ListenClientUrls = []url.URL{{Scheme: "http", Host: net.JoinHostPort(clientHost, strconv.Itoa(cfg.EtcdClientPort))}}
-	ec.AdvertiseClientUrls = ec.ListenClientUrls
-	peer := url.URL{Scheme: "http", Host: net.JoinHostPort(nodeIP.String(), strconv.Itoa(cfg.EtcdPeerPort))}
+	port := strconv.Itoa(cfg.EtcdClientPort)
+	ec.ListenClientUrls = []url.URL{{Scheme: "http", Host: net.JoinHostPort(nodeIP.String(), port)}}
+	if !nodeIP.IsLoopback() {
+		ec.ListenClientUrls = append(ec.ListenClientUrls, url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", port)})
+	}
+	ec.AdvertiseClientUrls = ec.ListenClientUrls[:1]
+	peer := etcdPeerURL(cfg, nodeIP)
 	ec.ListenPeerUrls = []url.URL{peer}
 	ec.AdvertisePeerUrls = []url.URL{peer}
-	ec.InitialCluster = ec.InitialClusterFromName(name)
 	ec.InitialClusterToken = "etcd-cluster"
-	ec.ClusterState = embed.ClusterStateFlagNew
+	if initialCluster == "" {
+		ec.InitialCluster = ec.InitialClusterFromName(name)
+		ec.ClusterState = embed.ClusterStateFlagNew
+	} else {
+		ec.InitialCluster = initialCluster
+		ec.ClusterState = embed.ClusterStateFlagExisting
+	}
 	log.Info("Starting etcd", "name", name, "data-dir", ec.Dir)
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
@@ -63,6 +96,124 @@ func startEtcd(ctx context.Context, cfg ServerConfig, serverDir string, nodeIP n
 	case <-ctx.Done():
 		e.Close()
 		return nil, ctx.Err()
+	}
+}
+
+// etcdJoin is this server's pending membership in an existing cluster.
+type etcdJoin struct {
+	client         *clientv3.Client // to the existing members
+	id             uint64
+	initialCluster string
+}
+
+// joinEtcd adds this server to the cluster's etcd as a learner, through
+// the existing members' client URLs (from the supervisor's /db/info), as
+// k3s does. etcd allows one learner at a time: a second concurrent join
+// fails here with etcd's own "too many learner members in cluster".
+func joinEtcd(ctx context.Context, sc *supervisorClient, cfg ServerConfig, serverDir string, nodeIP net.IP, log *slog.Logger) (*etcdJoin, error) {
+	members, err := sc.dbInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var endpoints []string
+	for _, m := range members {
+		if !m.IsLearner {
+			endpoints = append(endpoints, m.ClientURLs...)
+		}
+	}
+	if len(endpoints) == 0 {
+		return nil, fmt.Errorf("%s/db/info: no voting etcd member", sc.url)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second, Logger: zap.NewNop(), Context: ctx})
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(serverDir, "db", "etcd")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("standin: etcd: %w", err)
+	}
+	name, err := memberName(dir, cfg.NodeName)
+	if err != nil {
+		cli.Close()
+		return nil, err
+	}
+	peer := etcdPeerURL(cfg, nodeIP)
+	log.Info("Adding member " + name + "=" + peer.String() + " to etcd cluster as a learner")
+	addCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := cli.MemberAddAsLearner(addCtx, []string{peer.String()})
+	if err != nil {
+		cli.Close()
+		return nil, err
+	}
+	var parts []string
+	for _, m := range resp.Members {
+		n := m.Name
+		if m.ID == resp.Member.ID {
+			n = name
+		}
+		for _, u := range m.PeerURLs {
+			parts = append(parts, n+"="+u)
+		}
+	}
+	return &etcdJoin{client: cli, id: resp.Member.ID, initialCluster: strings.Join(parts, ",")}, nil
+}
+
+// waitPromoted waits until the existing members have promoted this
+// learner to a voting member.
+func (j *etcdJoin) waitPromoted(ctx context.Context, etcdErr <-chan error) error {
+	for {
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		resp, err := j.client.MemberList(lctx)
+		cancel()
+		if err == nil {
+			for _, m := range resp.Members {
+				if m.ID == j.id && !m.IsLearner {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-etcdErr:
+			return fmt.Errorf("standin: etcd: %w", err)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// manageLearners promotes learners once they have caught up, every 5 s,
+// on whichever server is etcd's leader (k3s's servers do this too; a
+// learner that is not yet in sync is refused by etcd and tried again).
+func manageLearners(ctx context.Context, e *embed.Etcd, log *slog.Logger) {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.Server.StopNotify():
+			return
+		case <-t.C:
+		}
+		if e.Server.Leader() != e.Server.MemberID() {
+			continue
+		}
+		for _, m := range e.Server.Cluster().Members() {
+			if !m.IsLearner {
+				continue
+			}
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := e.Server.PromoteMember(pctx, uint64(m.ID))
+			cancel()
+			if err == nil {
+				log.Info("Promoted etcd learner " + m.Name + " to a voting member")
+			} else {
+				log.Info("etcd learner "+m.Name+" not promoted yet", "err", err)
+			}
+		}
 	}
 }
 
