@@ -184,12 +184,19 @@ func (j *etcdJoin) waitPromoted(ctx context.Context, etcdErr <-chan error) error
 	}
 }
 
-// manageLearners promotes learners once they have caught up, every 5 s,
-// on whichever server is etcd's leader (k3s's servers do this too; a
-// learner that is not yet in sync is refused by etcd and tried again).
+// learnerTick is how often servers look at learners to promote.
+const learnerTick = 5 * time.Second
+
+// manageLearners promotes learners from a periodic loop on whichever
+// server is etcd's leader, as k3s's servers do rather than the joiner
+// itself. A learner is promoted once it has been seen on two ticks in a
+// row (so a learner exists for 5–10 s, the window in which a second
+// concurrent join is refused) and etcd agrees it is in sync (otherwise
+// etcd refuses and the next tick tries again).
 func manageLearners(ctx context.Context, e *embed.Etcd, log *slog.Logger) {
-	t := time.NewTicker(5 * time.Second)
+	t := time.NewTicker(learnerTick)
 	defer t.Stop()
+	seen := map[uint64]bool{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -199,14 +206,21 @@ func manageLearners(ctx context.Context, e *embed.Etcd, log *slog.Logger) {
 		case <-t.C:
 		}
 		if e.Server.Leader() != e.Server.MemberID() {
+			clear(seen)
 			continue
 		}
+		now := map[uint64]bool{}
 		for _, m := range e.Server.Cluster().Members() {
 			if !m.IsLearner {
 				continue
 			}
+			id := uint64(m.ID)
+			now[id] = true
+			if !seen[id] {
+				continue
+			}
 			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			_, err := e.Server.PromoteMember(pctx, uint64(m.ID))
+			_, err := e.Server.PromoteMember(pctx, id)
 			cancel()
 			if err == nil {
 				log.Info("Promoted etcd learner " + m.Name + " to a voting member")
@@ -214,6 +228,7 @@ func manageLearners(ctx context.Context, e *embed.Etcd, log *slog.Logger) {
 				log.Info("etcd learner "+m.Name+" not promoted yet", "err", err)
 			}
 		}
+		seen = now
 	}
 }
 
