@@ -397,6 +397,22 @@ spec: {nodeName: agent-1, containers: [{name: c, image: busybox}]}
 	assert.NotContains(t, s2b.logs.String(), "as a learner")
 	out = c.mustKubectl(s2b, "get", "nodes", "--no-headers")
 	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 5, out)
+
+	// Deleting a server's Node removes its etcd member and node-password
+	// secret; that server's etcd stops and k3s exits, and keeps exiting
+	// until its database is deleted.
+	c.mustKubectl(s1, "delete", "node", "server-3")
+	code3, log3 := s3.waitExit(t, time.Minute)
+	assert.Equal(t, 1, code3)
+	assert.Contains(t, log3, `level=fatal msg="etcd member stopped: it was removed from the etcd cluster`)
+	_, body = supervisorGet(t, s1, "/db/info", "server", "s3cret")
+	require.NoError(t, json.Unmarshal([]byte(body), &info))
+	assert.Len(t, info.Members, 2, body)
+	out = c.mustKubectl(s1, "get", "secret", "-n", "kube-system", "-o", "name")
+	assert.NotContains(t, out, "server-3.node-password.k3s")
+	s3b := c.start("server-3", 3, "server", "--server", s1.url(), "--token", token)
+	code3, _ = s3b.waitExit(t, time.Minute)
+	assert.Equal(t, 1, code3)
 }
 
 // TestParallelServerJoin: a second server joining while the first joiner

@@ -90,6 +90,9 @@ func startEtcd(ctx context.Context, cfg ServerConfig, serverDir string, nodeIP n
 	case err := <-e.Err():
 		e.Close()
 		return nil, fmt.Errorf("standin: etcd: %w", err)
+	case <-e.Server.StopNotify():
+		e.Close()
+		return nil, errEtcdStopped
 	case <-time.After(60 * time.Second):
 		e.Close()
 		return nil, errors.New("standin: etcd did not become ready within 60s")

@@ -3,6 +3,7 @@ package standin
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -200,6 +201,7 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 		log.Warn("systemd notify failed", "err", err)
 	}
 	go n.runPods(ctx)
+	go watchNodes(ctx, client, etcd, log)
 
 	heartbeat := time.NewTicker(10 * time.Second)
 	defer heartbeat.Stop()
@@ -218,6 +220,8 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 			return fmt.Errorf("standin: kube-apiserver exited: %w", err)
 		case err := <-etcd.Err():
 			return fmt.Errorf("standin: etcd: %w", err)
+		case <-etcd.Server.StopNotify():
+			return errEtcdStopped
 		case <-heartbeat.C:
 			if err := n.heartbeat(ctx); err != nil && ctx.Err() == nil {
 				log.Warn("node heartbeat failed", "err", err)
@@ -228,6 +232,12 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 		}
 	}
 }
+
+// errEtcdStopped: etcd stops its member when the member is removed from
+// the cluster (and refuses it on every later start until its data dir is
+// deleted).
+var errEtcdStopped = errors.New("etcd member stopped: it was removed from the etcd cluster; delete " +
+	"server/db to rejoin")
 
 // pickNodeIP returns --node-ip, else the bind address, else the first
 // non-loopback IPv4 address, else 127.0.0.1.
