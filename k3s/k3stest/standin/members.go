@@ -44,6 +44,7 @@ func watchNodes(ctx context.Context, client kubernetes.Interface, e *embed.Etcd,
 			if !ok {
 				return
 			}
+			log.Info("Node " + node.Name + " deleted")
 			err := client.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, nodePasswordSecret(node.Name), metav1.DeleteOptions{})
 			if err == nil {
 				log.Info("Deleted node password secret of removed node " + node.Name)
@@ -64,24 +65,40 @@ func watchNodes(ctx context.Context, client kubernetes.Interface, e *embed.Etcd,
 
 // removeMember removes the etcd member of node (named <node>-<8 hex>).
 // A server leaves its own member to the others: removing it would stop
-// the etcd under its own apiserver in the middle of the work.
+// the etcd under its own apiserver in the middle of the work. etcd
+// refuses a removal while some remaining member has not been connected
+// for 5 s ("unhealthy cluster", e.g. just after a restart); that is
+// retried every 2 s for a minute, as k3s's controllers retry.
 func removeMember(ctx context.Context, e *embed.Etcd, node string, log *slog.Logger) {
 	re := regexp.MustCompile("^" + regexp.QuoteMeta(node) + "-[0-9a-f]{8}$")
 	for _, m := range e.Server.Cluster().Members() {
 		if !re.MatchString(m.Name) || m.ID == e.Server.MemberID() {
 			continue
 		}
-		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err := e.Server.RemoveMember(rctx, uint64(m.ID))
-		cancel()
-		switch {
-		case err == nil:
-			log.Info("Removed etcd member " + m.Name + " of node " + node)
-		case errors.Is(err, membership.ErrIDRemoved), errors.Is(err, membership.ErrIDNotFound):
-		default:
-			if ctx.Err() == nil {
-				log.Warn("etcd member not removed", "member", m.Name, "err", err)
+		go func() {
+			for attempt := 0; ; attempt++ {
+				rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				_, err := e.Server.RemoveMember(rctx, uint64(m.ID))
+				cancel()
+				switch {
+				case err == nil:
+					log.Info("Removed etcd member " + m.Name + " of node " + node)
+					return
+				case errors.Is(err, membership.ErrIDRemoved), errors.Is(err, membership.ErrIDNotFound), ctx.Err() != nil:
+					return
+				case attempt == 30:
+					log.Warn("etcd member not removed", "member", m.Name, "err", err)
+					return
+				}
+				if attempt == 0 {
+					log.Info("etcd member "+m.Name+" not removed yet; retrying", "err", err)
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(2 * time.Second):
+				}
 			}
-		}
+		}()
 	}
 }
