@@ -59,7 +59,13 @@ func apiServerArgs(cfg ServerConfig, tlsDir string, nodeIP net.IP) []string {
 // as its cobra command would (app.Run), but under ctx instead of its own
 // signal handler, and with wrap around its outermost handler chain: k3s's
 // supervisor routes share the https port with the apiserver.
-func runAPIServer(ctx context.Context, args []string, wrap func(http.Handler) http.Handler) error {
+//
+// The apiserver's identity (its Lease in kube-system) is a hash of the
+// host name; it is taken from the node name instead (the host name unless
+// --node-name), so that servers sharing one host in tests do not fight
+// over one Lease.
+func runAPIServer(ctx context.Context, args []string, nodeName string, wrap func(http.Handler) http.Handler) error {
+	genericapiserver.SetHostnameFuncForTests(nodeName)
 	s := options.NewServerRunOptions()
 	fs := pflag.NewFlagSet("kube-apiserver", pflag.ContinueOnError)
 	for _, f := range s.Flags().FlagSets {

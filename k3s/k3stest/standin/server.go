@@ -178,7 +178,7 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 	apiDone := make(chan error, 1)
 	args := apiServerArgs(cfg, tlsDir, nodeIP)
 	log.Info("Running kube-apiserver " + fmt.Sprint(args))
-	go func() { apiDone <- runAPIServer(apiCtx, args, sup.wrap) }()
+	go func() { apiDone <- runAPIServer(apiCtx, args, cfg.NodeName, sup.wrap) }()
 
 	if err := waitReady(ctx, client, apiDone, etcd.Err()); err != nil {
 		return err
