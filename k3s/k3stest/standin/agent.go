@@ -130,7 +130,7 @@ func RunAgent(ctx context.Context, cfg AgentConfig, log *slog.Logger) error {
 	// Token and server validation: every 2 s until it passes.
 	var sc *supervisorClient
 	for {
-		sc, err = validateServer(ctx, cfg.Server, cfg.Token, "node", func(m string) { log.Warn(m) })
+		sc, err = validateServer(ctx, cfg.Server, cfg.Token, "", func(m string) { log.Warn(m) })
 		if err == nil {
 			if _, err = sc.get(ctx, "/v1-k3s/readyz", nil); err != nil {
 				err = fmt.Errorf("token is not valid: %w", err)

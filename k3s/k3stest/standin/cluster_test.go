@@ -415,14 +415,28 @@ spec: {nodeName: agent-1, containers: [{name: c, image: busybox}]}
 	assert.Equal(t, 1, code3)
 }
 
-// TestParallelServerJoin: a second server joining while the first joiner
-// is still an etcd learner fails with etcd's own error, logs FATA and
-// exits 1; the first joiner completes.
-func TestParallelServerJoin(t *testing.T) {
+// TestParallelJoinAndAgentToken: a second server joining while the first
+// joiner is still an etcd learner fails with etcd's own error, logs FATA
+// and exits 1; the first joiner completes. The cluster has a separate
+// agent token (--agent-token): server/agent-token holds it, agents join
+// with it or with the server token, the joined server (started without
+// --agent-token) takes it from the cluster, and it cannot join a server.
+func TestParallelJoinAndAgentToken(t *testing.T) {
 	c := newCluster(t)
-	s1 := c.start("server-1", 1, "server", "--cluster-init", "--token", "s3cret")
+	s1 := c.start("server-1", 1, "server", "--cluster-init", "--token", "s3cret", "--agent-token", "a9ent")
 	s1.waitReady(t, 2*time.Minute)
 	token := s1.token(t)
+	serverDir := filepath.Join(s1.dir, "data", "server")
+	agentToken, err := os.ReadFile(filepath.Join(serverDir, "agent-token"))
+	require.NoError(t, err)
+	assert.Equal(t, "K10"+token[3:67]+"::node:a9ent\n", string(agentToken))
+	st, err := os.Lstat(filepath.Join(serverDir, "agent-token"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode(), "a file, not a link to token")
+	link, err := os.Readlink(filepath.Join(serverDir, "node-token"))
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(serverDir, "token"), link)
+
 	s2 := c.start("server-2", 2, "server", "--server", s1.url(), "--token", token)
 	s2.waitLog(t, regexp.MustCompile(`to etcd cluster as a learner`), 1, time.Minute)
 	s3 := c.start("server-3", 3, "server", "--server", s1.url(), "--token", token)
@@ -430,6 +444,18 @@ func TestParallelServerJoin(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, log, `level=fatal msg="starting kubernetes: preparing server: start managed database: joining etcd cluster: etcdserver: too many learner members in cluster"`)
 	s2.waitReady(t, 2*time.Minute)
+
+	a1 := c.start("agent-1", 11, "agent", "--server", s2.url(), "--token", strings.TrimSpace(string(agentToken)))
+	a2 := c.start("agent-2", 12, "agent", "--server", s1.url(), "--token", token)
+	bad := c.start("agent-bad", 13, "agent", "--server", s1.url(), "--token", "K10"+token[3:67]+"::node:s3cret")
+	a1.waitReady(t, time.Minute)
+	a2.waitReady(t, time.Minute)
+	bad.waitLog(t, regexp.MustCompile(regexp.QuoteMeta(`level=error msg="token is not valid: `+s1.url()+`/v1-k3s/readyz: 401 Unauthorized"`)), 1, 20*time.Second)
+	x := c.start("server-x", 4, "server", "--server", s1.url(), "--token", strings.TrimSpace(string(agentToken)))
+	code, log = x.waitExit(t, time.Minute)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, log, `/v1-k3s/server-bootstrap: 401 Unauthorized"`)
+
 	out := c.mustKubectl(s1, "get", "nodes", "--no-headers")
-	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 2, out)
+	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 4, out)
 }

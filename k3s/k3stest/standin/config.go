@@ -18,6 +18,7 @@ type ServerConfig struct {
 	BindAddress     string   // --bind-address; empty: all addresses
 	HTTPSListenPort int      // --https-listen-port; default 6443
 	Token           string   // --token, K3S_TOKEN (or --token-file, K3S_TOKEN_FILE)
+	AgentToken      string   // --agent-token, K3S_AGENT_TOKEN (or --agent-token-file, K3S_AGENT_TOKEN_FILE)
 	TLSSANs         []string // --tls-san, repeatable
 	NodeName        string   // --node-name, K3S_NODE_NAME; default hostname
 	NodeIP          string   // --node-ip
@@ -68,7 +69,9 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 	fs.StringVar(&cfg.NodePasswordFile, "standin-node-password-file", DefaultNodePasswordFile, "")
 	fs.StringVarP(&cfg.Server, "server", "s", "", "")
 	var ignored []string
-	for _, name := range []string{"agent-token", "advertise-address", "node-external-ip",
+	fs.StringVar(&cfg.AgentToken, "agent-token", "", "")
+	agentTokenFile := fs.String("agent-token-file", "", "")
+	for _, name := range []string{"advertise-address", "node-external-ip",
 		"flannel-iface", "flannel-backend", "cluster-cidr", "cluster-dns", "cluster-domain", "config"} {
 		fs.String(name, "", "")
 	}
@@ -81,7 +84,7 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 	}
 	fs.Visit(func(f *pflag.Flag) {
 		switch f.Name {
-		case "agent-token", "advertise-address", "node-external-ip", "flannel-iface",
+		case "advertise-address", "node-external-ip", "flannel-iface",
 			"flannel-backend", "cluster-cidr", "cluster-dns", "cluster-domain", "config", "disable":
 			ignored = append(ignored, f.Name)
 		}
@@ -99,6 +102,8 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 	env("data-dir", "K3S_DATA_DIR", &cfg.DataDir)
 	env("token", "K3S_TOKEN", &cfg.Token)
 	env("server", "K3S_URL", &cfg.Server)
+	env("agent-token", "K3S_AGENT_TOKEN", &cfg.AgentToken)
+	env("agent-token-file", "K3S_AGENT_TOKEN_FILE", agentTokenFile)
 	env("token-file", "K3S_TOKEN_FILE", tokenFile)
 	env("node-name", "K3S_NODE_NAME", &cfg.NodeName)
 	env("write-kubeconfig-mode", "K3S_KUBECONFIG_MODE", &cfg.KubeconfigMode)
@@ -118,6 +123,13 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 			return ServerConfig{}, fmt.Errorf("standin: token file: %w", err)
 		}
 		cfg.Token = strings.TrimSpace(string(b))
+	}
+	if cfg.AgentToken == "" && *agentTokenFile != "" {
+		b, err := os.ReadFile(*agentTokenFile)
+		if err != nil {
+			return ServerConfig{}, fmt.Errorf("standin: agent token file: %w", err)
+		}
+		cfg.AgentToken = strings.TrimSpace(string(b))
 	}
 	if cfg.Server != "" {
 		if !strings.HasPrefix(cfg.Server, "https://") {

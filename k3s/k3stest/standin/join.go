@@ -53,7 +53,8 @@ type supervisorClient struct {
 // validateServer does what k3s's ParseAndValidateToken does: fetch
 // /cacerts without verification, compare its hash with the token's (a
 // short token skips that and only warns), then fetch it again verified
-// against that CA. user is the Basic-auth user later requests send.
+// against that CA. user is the Basic-auth user later requests send; empty
+// means the token's own user (a full token), else "node".
 func validateServer(ctx context.Context, server, token, user string, warn func(string)) (*supervisorClient, error) {
 	tok, err := parseJoinToken(token)
 	if err != nil {
@@ -89,8 +90,11 @@ func validateServer(ctx context.Context, server, token, user string, warn func(s
 	if string(again) != string(caPEM) {
 		return nil, fmt.Errorf("failed to get CA certs: %s/cacerts changed between two reads", server)
 	}
-	if tok.user != "" && user == "" {
+	if user == "" {
 		user = tok.user
+	}
+	if user == "" {
+		user = "node"
 	}
 	return &supervisorClient{url: server, caPEM: caPEM, http: verified, user: user, pw: tok.password}, nil
 }

@@ -113,11 +113,16 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 	}
 
 	// Tokens and kubeconfigs.
-	password, err := serverPassword(cfg.Token, filepath.Join(serverDir, "cred", "passwd"))
+	passwdPath := filepath.Join(serverDir, "cred", "passwd")
+	password, err := serverPassword(cfg.Token, passwdPath)
 	if err != nil {
 		return err
 	}
-	if err := writeTokens(serverDir, serverCA.certPEM, password); err != nil {
+	agentPW, err := agentPassword(cfg.AgentToken, passwdPath, password)
+	if err != nil {
+		return err
+	}
+	if err := writeTokens(serverDir, serverCA.certPEM, password, agentPW); err != nil {
 		return err
 	}
 	adminKubeconfig := filepath.Join(serverDir, "cred", "admin.kubeconfig")
