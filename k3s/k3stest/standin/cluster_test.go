@@ -206,6 +206,22 @@ func (c *cluster) mustKubectl(server *proc, args ...string) string {
 	return out
 }
 
+// eventually runs kubectl args against server until ok(output) holds.
+func (c *cluster) eventually(server *proc, d time.Duration, what string, ok func(string) bool, args ...string) {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		out, err := c.kubectl(server, args...)
+		if err == nil && ok(out) {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s: not within %s (last: %q, %v)", what, d, out, err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 // supervisorGet fetches path from server's https port, verified against
 // the cluster CA, with Basic auth when user is not empty.
 func supervisorGet(t *testing.T, server *proc, path, user, pw string) (int, string) {
@@ -236,14 +252,15 @@ func supervisorGet(t *testing.T, server *proc, path, user, pw string) (int, stri
 func TestHACluster(t *testing.T) {
 	c := newCluster(t)
 	start := time.Now()
-	s1 := c.start("server-1", 1, "server", "--cluster-init", "--token", "s3cret")
+	grace := "--standin-node-monitor-grace-period=15s"
+	s1 := c.start("server-1", 1, "server", "--cluster-init", "--token", "s3cret", grace)
 	s1.waitReady(t, 2*time.Minute)
 	t.Logf("server-1 ready after %s", time.Since(start).Round(time.Millisecond))
 	token := s1.token(t)
-	s2 := c.start("server-2", 2, "server", "--server", s1.url(), "--token", token)
+	s2 := c.start("server-2", 2, "server", "--server", s1.url(), "--token", token, grace)
 	s2.waitReady(t, 2*time.Minute)
 	t.Logf("server-2 ready after %s", time.Since(start).Round(time.Millisecond))
-	s3 := c.start("server-3", 3, "server", "--server", s2.url(), "--token", token)
+	s3 := c.start("server-3", 3, "server", "--server", s2.url(), "--token", token, grace)
 	s3.waitReady(t, 2*time.Minute)
 	t.Logf("server-3 ready after %s", time.Since(start).Round(time.Millisecond))
 	a1 := c.start("agent-1", 11, "agent", "--server", s1.url(), "--token", token)
@@ -346,6 +363,23 @@ spec: {nodeName: agent-1, containers: [{name: c, image: busybox}]}
 	out = c.mustKubectl(s1, "get", "node", "agent-1", "-o", "jsonpath={.spec.unschedulable}")
 	assert.Equal(t, "true", out)
 
+	// An agent that stops heartbeating turns NotReady (Unknown) with the
+	// unreachable taints once its Lease is older than the grace period
+	// (15 s here); back, it is Ready and untainted.
+	require.NoError(t, a1.cmd.Process.Kill())
+	<-a1.exited
+	killed := time.Now()
+	c.eventually(s1, 60*time.Second, "agent-1 NotReady", func(out string) bool {
+		return out == "Unknown node.kubernetes.io/unreachable:NoSchedule node.kubernetes.io/unreachable:NoExecute "
+	}, "get", "node", "agent-1", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}{range .spec.taints[*]} {.key}:{.effect}{end} `)
+	t.Logf("agent-1 NotReady %s after it stopped", time.Since(killed).Round(time.Second))
+	out = c.mustKubectl(s1, "get", "node", "agent-1", "--no-headers")
+	assert.Regexp(t, `^agent-1\s+NotReady,SchedulingDisabled\s`, out)
+	a1b := c.start("agent-1", 11, "agent", "--server", s1.url(), "--token", token)
+	a1b.waitReady(t, time.Minute)
+	c.eventually(s1, 30*time.Second, "agent-1 Ready again", func(out string) bool { return out == "True " },
+		"get", "node", "agent-1", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}{range .spec.taints[*]} {.key}:{.effect}{end} `)
+
 	// Same node name, other node password: refused until the Node goes.
 	dup := c.start("agent-2", 13, "agent", "--server", s1.url(), "--token", token)
 	dup.waitLog(t, regexp.MustCompile(regexp.QuoteMeta(`level=info msg="Waiting to retrieve agent configuration; server is not ready: Node password rejected, duplicate hostname or contents of '/etc/rancher/node/password' may not match server node-passwd entry, try enabling a unique node name with the --with-node-id flag"`)), 1, 30*time.Second)
@@ -391,7 +425,7 @@ spec: {nodeName: agent-1, containers: [{name: c, image: busybox}]}
 	require.NoError(t, s2.cmd.Process.Signal(syscall.SIGTERM))
 	code2, _ := s2.waitExit(t, time.Minute)
 	assert.Equal(t, 0, code2)
-	s2b := c.start("server-2", 2, "server", "--server", s1.url(), "--token", token)
+	s2b := c.start("server-2", 2, "server", "--server", s1.url(), "--token", token, grace)
 	s2b.waitReady(t, 2*time.Minute)
 	assert.Contains(t, s2b.logs.String(), "Managed etcd cluster bootstrap already complete and initialized")
 	assert.NotContains(t, s2b.logs.String(), "as a learner")

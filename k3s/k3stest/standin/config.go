@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -36,6 +37,9 @@ type ServerConfig struct {
 	// Stand-in only: where the node password lives (k3s:
 	// /etc/rancher/node/password), so several nodes can share one host.
 	NodePasswordFile string
+	// Stand-in only: kube-controller-manager's --node-monitor-grace-period
+	// (50s): a node whose Lease is older turns Unknown (NotReady).
+	NodeMonitorGracePeriod time.Duration
 
 	// Ignored records accepted flags the stand-in does not act on yet.
 	Ignored []string
@@ -68,6 +72,7 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 	fs.IntVar(&cfg.EtcdPeerPort, "standin-etcd-peer-port", 2380, "")
 	fs.StringVar(&cfg.NodePasswordFile, "standin-node-password-file", DefaultNodePasswordFile, "")
 	fs.StringVarP(&cfg.Server, "server", "s", "", "")
+	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "standin-node-monitor-grace-period", DefaultNodeMonitorGracePeriod, "")
 	var ignored []string
 	fs.StringVar(&cfg.AgentToken, "agent-token", "", "")
 	agentTokenFile := fs.String("agent-token-file", "", "")

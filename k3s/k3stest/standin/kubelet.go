@@ -134,39 +134,115 @@ func (n *nodeAgent) setRunning(p *corev1.Pod) {
 	}
 }
 
-// notReadyTaint is the taint new Nodes get until the node lifecycle
-// controller (absent here) sees them Ready.
-const notReadyTaint = "node.kubernetes.io/not-ready"
+// Taints the node lifecycle controller manages.
+const (
+	notReadyTaint    = "node.kubernetes.io/not-ready"
+	unreachableTaint = "node.kubernetes.io/unreachable"
+)
 
-// untaintReadyNodes removes the not-ready taint from Ready nodes, the part
-// of kube-controller-manager's node lifecycle controller tests notice.
-// Servers run it with the admin client.
-func untaintReadyNodes(ctx context.Context, client kubernetes.Interface) error {
+// DefaultNodeMonitorGracePeriod is kube-controller-manager's
+// --node-monitor-grace-period since Kubernetes 1.32.
+const DefaultNodeMonitorGracePeriod = 50 * time.Second
+
+// nodeLifecycle does the part of kube-controller-manager's node lifecycle
+// controller that tests notice (servers run it with the admin client every
+// 10 s): a node whose Lease has not been renewed for grace gets Ready and
+// its other conditions Unknown ("Kubelet stopped posting node status.")
+// and the unreachable NoSchedule and NoExecute taints; a Ready node loses
+// the not-ready and unreachable taints.
+func nodeLifecycle(ctx context.Context, client kubernetes.Interface, grace time.Duration) error {
+	leases, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	renewed := map[string]time.Time{}
+	for _, l := range leases.Items {
+		if l.Spec.RenewTime != nil {
+			renewed[l.Name] = l.Spec.RenewTime.Time
+		}
+	}
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
+	now := time.Now()
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
-		ready := false
+		ready := corev1.ConditionStatus("")
 		for _, c := range node.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				ready = true
+			if c.Type == corev1.NodeReady {
+				ready = c.Status
 			}
 		}
-		var kept []corev1.Taint
+		if ready == "" {
+			continue // not yet reported by its kubelet
+		}
+		last, ok := renewed[node.Name]
+		if ok && now.Sub(last) > grace && ready == corev1.ConditionTrue {
+			for j := range node.Status.Conditions {
+				c := &node.Status.Conditions[j]
+				c.Status = corev1.ConditionUnknown
+				c.Reason = "NodeStatusUnknown"
+				c.Message = "Kubelet stopped posting node status."
+				c.LastTransitionTime = metav1.NewTime(now)
+			}
+			updated, err := client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+			if err != nil {
+				if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+					continue
+				}
+				return err
+			}
+			node = updated
+			ready = corev1.ConditionUnknown
+		}
+		var taints []corev1.Taint
 		for _, t := range node.Spec.Taints {
-			if t.Key != notReadyTaint {
-				kept = append(kept, t)
+			if t.Key != notReadyTaint && t.Key != unreachableTaint {
+				taints = append(taints, t)
 			}
 		}
-		if !ready || len(kept) == len(node.Spec.Taints) {
+		if ready != corev1.ConditionTrue {
+			if ready == corev1.ConditionUnknown {
+				for _, e := range []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute} {
+					taints = append(taints, corev1.Taint{Key: unreachableTaint, Effect: e, TimeAdded: timeAdded(node.Spec.Taints, unreachableTaint, e, now)})
+				}
+			} else {
+				taints = node.Spec.Taints
+			}
+		}
+		if sameTaints(taints, node.Spec.Taints) {
 			continue
 		}
-		node.Spec.Taints = kept
-		if _, err := client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+		node.Spec.Taints = taints
+		if _, err := client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 			return err
 		}
 	}
 	return nil
+}
+
+// timeAdded keeps an existing taint's TimeAdded.
+func timeAdded(taints []corev1.Taint, key string, effect corev1.TaintEffect, now time.Time) *metav1.Time {
+	for _, t := range taints {
+		if t.Key == key && t.Effect == effect && t.TimeAdded != nil {
+			return t.TimeAdded
+		}
+	}
+	if effect == corev1.TaintEffectNoExecute {
+		return ptr.To(metav1.NewTime(now))
+	}
+	return nil
+}
+
+func sameTaints(a, b []corev1.Taint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !a[i].MatchTaint(&b[i]) || a[i].Value != b[i].Value {
+			return false
+		}
+	}
+	return true
 }

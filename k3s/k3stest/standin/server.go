@@ -231,7 +231,7 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 			if err := n.heartbeat(ctx); err != nil && ctx.Err() == nil {
 				log.Warn("node heartbeat failed", "err", err)
 			}
-			if err := untaintReadyNodes(ctx, client); err != nil && ctx.Err() == nil {
+			if err := nodeLifecycle(ctx, client, cfg.NodeMonitorGracePeriod); err != nil && ctx.Err() == nil {
 				log.Warn("node lifecycle failed", "err", err)
 			}
 		}
