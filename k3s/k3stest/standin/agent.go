@@ -169,6 +169,17 @@ func RunAgent(ctx context.Context, cfg AgentConfig, log *slog.Logger) error {
 			return err
 		}
 	}
+	// From here on, through the load balancer over the cluster's servers.
+	lb, err := newBalancer(cfg.Server, log)
+	if err != nil {
+		return err
+	}
+	sc.http = lb.httpClient(sc.caPEM)
+	if list, err := sc.apiServers(ctx); err == nil {
+		lb.update(list)
+	} else {
+		log.Warn("Failed to get the list of servers; using --server only", "err", err)
+	}
 	agentDir := filepath.Join(cfg.DataDir, "agent")
 	kubeconfig := filepath.Join(agentDir, "kubelet.kubeconfig")
 	if err := writeAgentFiles(agentDir, kubeconfig, cfg.Server, sc.caPEM, certKey); err != nil {
@@ -178,7 +189,10 @@ func RunAgent(ctx context.Context, cfg AgentConfig, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("standin: kubelet kubeconfig: %w", err)
 	}
-	client, err := kubernetes.NewForConfig(rest.CopyConfig(restCfg))
+	restCfg = rest.CopyConfig(restCfg)
+	restCfg.Dial = lb.dial
+	restCfg.TLSClientConfig.ServerName = balancerServerName
+	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return fmt.Errorf("standin: client: %w", err)
 	}
@@ -213,6 +227,9 @@ func RunAgent(ctx context.Context, cfg AgentConfig, log *slog.Logger) error {
 		case <-heartbeat.C:
 			if err := n.heartbeat(ctx); err != nil && ctx.Err() == nil {
 				log.Warn("node heartbeat failed", "err", err)
+			}
+			if list, err := sc.apiServers(ctx); err == nil {
+				lb.update(list)
 			}
 		}
 	}

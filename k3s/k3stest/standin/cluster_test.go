@@ -447,6 +447,15 @@ spec: {nodeName: agent-1, containers: [{name: c, image: busybox}]}
 	s3b := c.start("server-3", 3, "server", "--server", s1.url(), "--token", token)
 	code3, _ = s3b.waitExit(t, time.Minute)
 	assert.Equal(t, 1, code3)
+
+	// agent-2 joined through server-3: its load balancer moves to another
+	// server and its Lease keeps being renewed.
+	gone := time.Now()
+	c.eventually(s1, 40*time.Second, "agent-2's Lease renewed after server-3 left", func(out string) bool {
+		renewed, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(out))
+		return err == nil && renewed.After(gone)
+	}, "get", "lease", "-n", "kube-node-lease", "agent-2", "-o", "jsonpath={.spec.renewTime}")
+	assert.Contains(t, a2.logs.String(), "Load balancer k3s-agent-load-balancer now uses server ")
 }
 
 // TestParallelJoinAndAgentToken: a second server joining while the first

@@ -178,6 +178,7 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 		return err
 	}
 	sup.etcd.Store(etcd)
+	sup.httpsPort = strconv.Itoa(cfg.HTTPSListenPort)
 	apiCtx, stopAPI := context.WithCancel(ctx)
 	defer stopAPI()
 	apiDone := make(chan error, 1)

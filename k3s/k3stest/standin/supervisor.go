@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -34,6 +36,7 @@ import (
 //	/v1-k3s/readyz                 Basic auth (server or node user), "ok"
 //	/v1-k3s/client-kubelet.crt     Basic auth + node name and password headers
 //	/v1-k3s/server-bootstrap       Basic auth, user server only
+//	/v1-k3s/apiservers             Basic auth: the servers' host:port list
 //	/db/info                       Basic auth, user server only: etcd members
 //
 // Everything else goes to the kube-apiserver.
@@ -43,6 +46,7 @@ type supervisor struct {
 	nodePW    string
 	bootstrap map[string][]byte // file name under server/ → contents
 	clientCA  *keyPair
+	httpsPort string // every server's https port is taken to be this one
 	etcd      atomic.Pointer[embed.Etcd]
 	client    kubernetes.Interface // admin client of the local apiserver
 	log       *slog.Logger
@@ -101,6 +105,10 @@ func (s *supervisor) wrap(next http.Handler) http.Handler {
 			if _, ok := s.authenticate(w, r, "server"); ok {
 				w.Header().Set("Content-Type", "application/json")
 				json.NewEncoder(w).Encode(s.bootstrap)
+			}
+		case "/v1-k3s/apiservers":
+			if _, ok := s.authenticate(w, r, "server", "node"); ok {
+				s.apiServers(w)
 			}
 		case "/db/info":
 			if _, ok := s.authenticate(w, r, "server"); ok {
@@ -177,6 +185,31 @@ type dbMember struct {
 	PeerURLs   []string `json:"peerURLs"`
 	ClientURLs []string `json:"clientURLs"`
 	IsLearner  bool     `json:"isLearner,omitempty"`
+}
+
+// apiServers lists the servers' https addresses: the host of each voting
+// etcd member's peer URL (its node IP) with this server's https port (k3s
+// reads the kubernetes Endpoints instead; with the loopback addresses of
+// tests those are empty).
+func (s *supervisor) apiServers(w http.ResponseWriter) {
+	e := s.etcd.Load()
+	if e == nil {
+		http.Error(w, "etcd is not running", http.StatusServiceUnavailable)
+		return
+	}
+	list := []string{}
+	for _, m := range e.Server.Cluster().Members() {
+		if m.IsLearner {
+			continue
+		}
+		for _, p := range m.PeerURLs {
+			if u, err := url.Parse(p); err == nil {
+				list = append(list, net.JoinHostPort(u.Hostname(), s.httpsPort))
+			}
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(list)
 }
 
 func (s *supervisor) dbInfo(w http.ResponseWriter) {
