@@ -52,6 +52,15 @@ func ParseAgentArgs(args []string, lookupEnv func(string) (string, bool)) (Agent
 	for _, name := range ignoredFlags {
 		fs.String(name, "", "")
 	}
+	agentArrays := []string{"kubelet-arg", "kube-proxy-arg"}
+	agentBools := []string{"debug", "selinux", "protect-kernel-defaults"}
+	for _, name := range agentArrays {
+		fs.StringArray(name, nil, "")
+	}
+	for _, name := range agentBools {
+		fs.Bool(name, false, "")
+	}
+	ignoredFlags = append(append(ignoredFlags, agentArrays...), agentBools...)
 	if err := fs.Parse(args); err != nil {
 		return AgentConfig{}, fmt.Errorf("standin: agent: %w", err)
 	}

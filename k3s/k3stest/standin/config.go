@@ -3,6 +3,7 @@ package standin
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,6 +82,12 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 		fs.String(name, "", "")
 	}
 	fs.StringArray("disable", nil, "")
+	for _, name := range ignoredArrays {
+		fs.StringArray(name, nil, "")
+	}
+	for _, name := range ignoredBools {
+		fs.Bool(name, false, "")
+	}
 	if err := fs.Parse(args); err != nil {
 		return ServerConfig{}, fmt.Errorf("standin: server: %w", err)
 	}
@@ -92,6 +99,10 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 		case "advertise-address", "node-external-ip", "flannel-iface",
 			"flannel-backend", "cluster-cidr", "cluster-dns", "cluster-domain", "config", "disable":
 			ignored = append(ignored, f.Name)
+		default:
+			if slices.Contains(ignoredArrays, f.Name) || slices.Contains(ignoredBools, f.Name) {
+				ignored = append(ignored, f.Name)
+			}
 		}
 	})
 	cfg.Ignored = ignored
@@ -161,6 +172,15 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 	}
 	return cfg, nil
 }
+
+// Component flags and switches both k3s commands accept that the stand-in
+// has nothing to apply to; they are accepted with a warning.
+var (
+	ignoredArrays = []string{"kubelet-arg", "kube-proxy-arg", "kube-controller-manager-arg",
+		"kube-scheduler-arg", "kube-cloud-controller-manager-arg", "etcd-arg"}
+	ignoredBools = []string{"debug", "selinux", "protect-kernel-defaults", "disable-network-policy",
+		"disable-kube-proxy", "disable-cloud-controller", "disable-helm-controller", "secrets-encryption"}
+)
 
 type discard struct{}
 
