@@ -48,7 +48,9 @@ func ParseAgentArgs(args []string, lookupEnv func(string) (string, bool)) (Agent
 	fs.StringArrayVar(&cfg.NodeLabels, "node-label", nil, "")
 	fs.StringArrayVar(&cfg.NodeTaints, "node-taint", nil, "")
 	fs.StringVar(&cfg.NodePasswordFile, "standin-node-password-file", DefaultNodePasswordFile, "")
-	ignoredFlags := []string{"node-external-ip", "flannel-iface", "config", "bind-address"}
+	ignoredFlags := []string{"node-external-ip", "flannel-iface", "config", "bind-address",
+		"resolv-conf", "lb-server-port", "pause-image", "private-registry", "container-runtime-endpoint",
+		"flannel-conf", "log"}
 	for _, name := range ignoredFlags {
 		fs.String(name, "", "")
 	}

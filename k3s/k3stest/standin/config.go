@@ -77,8 +77,7 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 	var ignored []string
 	fs.StringVar(&cfg.AgentToken, "agent-token", "", "")
 	agentTokenFile := fs.String("agent-token-file", "", "")
-	for _, name := range []string{"advertise-address", "node-external-ip",
-		"flannel-iface", "flannel-backend", "cluster-cidr", "cluster-dns", "cluster-domain", "config"} {
+	for _, name := range ignoredStrings {
 		fs.String(name, "", "")
 	}
 	fs.StringArray("disable", nil, "")
@@ -96,11 +95,10 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 	}
 	fs.Visit(func(f *pflag.Flag) {
 		switch f.Name {
-		case "advertise-address", "node-external-ip", "flannel-iface",
-			"flannel-backend", "cluster-cidr", "cluster-dns", "cluster-domain", "config", "disable":
+		case "disable":
 			ignored = append(ignored, f.Name)
 		default:
-			if slices.Contains(ignoredArrays, f.Name) || slices.Contains(ignoredBools, f.Name) {
+			if slices.Contains(ignoredStrings, f.Name) || slices.Contains(ignoredArrays, f.Name) || slices.Contains(ignoredBools, f.Name) {
 				ignored = append(ignored, f.Name)
 			}
 		}
@@ -173,9 +171,12 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 	return cfg, nil
 }
 
-// Component flags and switches both k3s commands accept that the stand-in
-// has nothing to apply to; they are accepted with a warning.
+// Server flags the stand-in has nothing to apply to; they are accepted
+// with a warning.
 var (
+	ignoredStrings = []string{"advertise-address", "node-external-ip", "flannel-iface", "flannel-backend",
+		"cluster-cidr", "cluster-dns", "cluster-domain", "config", "resolv-conf", "private-registry",
+		"pause-image", "egress-selector-mode", "log"}
 	ignoredArrays = []string{"kubelet-arg", "kube-proxy-arg", "kube-controller-manager-arg",
 		"kube-scheduler-arg", "kube-cloud-controller-manager-arg", "etcd-arg"}
 	ignoredBools = []string{"debug", "selinux", "protect-kernel-defaults", "disable-network-policy",
