@@ -420,6 +420,10 @@ spec: {nodeName: agent-1, containers: [{name: c, image: busybox}]}
 	assert.Equal(t, 1, codeX)
 	assert.Contains(t, logX, `level=fatal msg="starting kubernetes: preparing server: failed to validate token: token CA hash does not match the Cluster CA certificate hash: `+wrongHash+` != `+hash+`"`)
 	s1.waitLog(t, regexp.MustCompile(`Failed to authenticate request from \S+: invalid username/password combination`), 1, 10*time.Second)
+	x3 := c.start("server-2", 23, "server", "--server", s1.url(), "--token", token)
+	codeX, logX = x3.waitExit(t, time.Minute)
+	assert.Equal(t, 1, codeX)
+	assert.Contains(t, logX, `level=fatal msg="starting kubernetes: preparing server: start managed database: joining etcd cluster: Failed to join etcd cluster due to duplicate node names, please use unique node name for the server"`)
 
 	// Restart a joined server: the datastore on disk wins over --server.
 	require.NoError(t, s2.cmd.Process.Signal(syscall.SIGTERM))

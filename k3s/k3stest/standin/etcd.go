@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -142,25 +143,58 @@ func joinEtcd(ctx context.Context, sc *supervisorClient, cfg ServerConfig, serve
 		return nil, err
 	}
 	peer := etcdPeerURL(cfg, nodeIP)
-	log.Info("Adding member " + name + "=" + peer.String() + " to etcd cluster as a learner")
-	addCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	opCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	resp, err := cli.MemberAddAsLearner(addCtx, []string{peer.String()})
+	list, err := cli.MemberList(opCtx)
 	if err != nil {
 		cli.Close()
 		return nil, err
 	}
+	// As k3s: a member that has never started (no name yet) at our peer
+	// URL is us, added before a crash, and is reused; another server's
+	// member named after this node is a duplicate node name.
+	var id uint64
+	current := list.Members
+	for _, m := range current {
+		switch {
+		case m.Name == "" && slices.Contains(m.PeerURLs, peer.String()):
+			id = m.ID
+		case m.Name != name && memberNode(m.Name) == cfg.NodeName:
+			cli.Close()
+			return nil, errors.New("Failed to join etcd cluster due to duplicate node names, please use unique node name for the server")
+		}
+	}
+	if id == 0 {
+		log.Info("Adding member " + name + "=" + peer.String() + " to etcd cluster as a learner")
+		resp, err := cli.MemberAddAsLearner(opCtx, []string{peer.String()})
+		if err != nil {
+			cli.Close()
+			return nil, err
+		}
+		id, current = resp.Member.ID, resp.Members
+	} else {
+		log.Info("Member " + name + "=" + peer.String() + " is already in the etcd cluster as a learner; starting it")
+	}
 	var parts []string
-	for _, m := range resp.Members {
+	for _, m := range current {
 		n := m.Name
-		if m.ID == resp.Member.ID {
+		if m.ID == id {
 			n = name
 		}
 		for _, u := range m.PeerURLs {
 			parts = append(parts, n+"="+u)
 		}
 	}
-	return &etcdJoin{client: cli, id: resp.Member.ID, initialCluster: strings.Join(parts, ",")}, nil
+	return &etcdJoin{client: cli, id: id, initialCluster: strings.Join(parts, ",")}, nil
+}
+
+// memberNode is the node part of a member name <node>-<8 hex>.
+func memberNode(member string) string {
+	i := strings.LastIndexByte(member, '-')
+	if i < 0 || len(member)-i-1 != 8 {
+		return member
+	}
+	return member[:i]
 }
 
 // waitPromoted waits until the existing members have promoted this
