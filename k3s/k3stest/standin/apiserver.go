@@ -8,8 +8,12 @@ import (
 	"strconv"
 	"strings"
 
+	"net/http"
+
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/cmd/kube-apiserver/app"
 	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 )
@@ -22,7 +26,7 @@ func apiServerArgs(cfg ServerConfig, tlsDir string, nodeIP net.IP) []string {
 		bind = "0.0.0.0"
 	}
 	args := []string{
-		"--etcd-servers=http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.EtcdClientPort)),
+		"--etcd-servers=http://" + net.JoinHostPort(etcdLocalHost(nodeIP), strconv.Itoa(cfg.EtcdClientPort)),
 		"--storage-backend=etcd3",
 		"--bind-address=" + bind,
 		"--secure-port=" + strconv.Itoa(cfg.HTTPSListenPort),
@@ -32,7 +36,7 @@ func apiServerArgs(cfg ServerConfig, tlsDir string, nodeIP net.IP) []string {
 		"--client-ca-file=" + filepath.Join(tlsDir, "client-ca.crt"),
 		"--authorization-mode=Node,RBAC",
 		"--allow-privileged=true",
-		"--anonymous-auth=true",
+		"--anonymous-auth=false",
 		"--enable-admission-plugins=NodeRestriction",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--api-audiences=https://kubernetes.default.svc.cluster.local,k3s",
@@ -52,9 +56,16 @@ func apiServerArgs(cfg ServerConfig, tlsDir string, nodeIP net.IP) []string {
 }
 
 // runAPIServer runs the real kube-apiserver in this process until ctx ends,
-// as its cobra command would, but under ctx instead of its own signal
-// handler.
-func runAPIServer(ctx context.Context, args []string) error {
+// as its cobra command would (app.Run), but under ctx instead of its own
+// signal handler, and with wrap around its outermost handler chain: k3s's
+// supervisor routes share the https port with the apiserver.
+//
+// The apiserver's identity (its Lease in kube-system) is a hash of the
+// host name; it is taken from the node name instead (the host name unless
+// --node-name), so that servers sharing one host in tests do not fight
+// over one Lease.
+func runAPIServer(ctx context.Context, args []string, nodeName string, wrap func(http.Handler) http.Handler) error {
+	genericapiserver.SetHostnameFuncForTests(nodeName)
 	s := options.NewServerRunOptions()
 	fs := pflag.NewFlagSet("kube-apiserver", pflag.ContinueOnError)
 	for _, f := range s.Flags().FlagSets {
@@ -73,5 +84,35 @@ func runAPIServer(ctx context.Context, args []string) error {
 	if errs := completed.Validate(); len(errs) != 0 {
 		return fmt.Errorf("standin: kube-apiserver: %w", utilerrors.NewAggregate(errs))
 	}
-	return app.Run(ctx, completed)
+	if completed.InformerName == nil {
+		name, err := cache.NewInformerName("kube-apiserver")
+		if err != nil {
+			return fmt.Errorf("standin: kube-apiserver: %w", err)
+		}
+		completed.InformerName = name
+	}
+	config, err := app.NewConfig(completed)
+	if err != nil {
+		return fmt.Errorf("standin: kube-apiserver: %w", err)
+	}
+	// The aggregator is the outermost server of the chain; its handler
+	// chain is the one on the listener.
+	gc := config.Aggregator.GenericConfig
+	build := gc.BuildHandlerChainFunc
+	gc.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+		return wrap(build(h, c))
+	}
+	done, err := config.Complete()
+	if err != nil {
+		return fmt.Errorf("standin: kube-apiserver: %w", err)
+	}
+	server, err := app.CreateServerChain(done)
+	if err != nil {
+		return fmt.Errorf("standin: kube-apiserver: %w", err)
+	}
+	prepared, err := server.PrepareRun()
+	if err != nil {
+		return fmt.Errorf("standin: kube-apiserver: %w", err)
+	}
+	return prepared.Run(ctx)
 }

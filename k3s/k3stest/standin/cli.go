@@ -58,11 +58,24 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.Version = v
 		if err := RunServer(ctx, cfg, log); err != nil && !errors.Is(err, context.Canceled) {
-			log.Error(err.Error())
+			log.Log(context.Background(), levelFatal, err.Error())
 			return 1
 		}
 		return 0
-	case "agent", "token", "certificate", "etcd-snapshot", "secrets-encrypt", "check-config", "crictl", "ctr":
+	case "agent":
+		log := newLogger(stderr)
+		cfg, err := ParseAgentArgs(args[2:], os.LookupEnv)
+		if err != nil {
+			log.Log(context.Background(), levelFatal, err.Error())
+			return 1
+		}
+		cfg.Version = v
+		if err := RunAgent(ctx, cfg, log); err != nil && !errors.Is(err, context.Canceled) {
+			log.Log(context.Background(), levelFatal, err.Error())
+			return 1
+		}
+		return 0
+	case "token", "certificate", "etcd-snapshot", "secrets-encrypt", "check-config", "crictl", "ctr":
 		fmt.Fprintf(stderr, "k3s %s: not implemented by the stand-in yet\n", args[1])
 		return 1
 	}
@@ -78,14 +91,19 @@ USAGE:
 
 COMMANDS:
    server   Run management server
+   agent    Run node agent
    kubectl  Run kubectl
 
 GLOBAL OPTIONS:
    --version, -v  print the version
 `
 
+// levelFatal is logrus's fatal level: k3s logs it and exits 1.
+const levelFatal = slog.Level(12)
+
 // newLogger logs in logrus's text shape, as k3s does under systemd:
-// time="…" level=info msg="…".
+// time="…" level=info msg="…" (level=fatal before a fatal exit; logrus
+// prints FATA[…] only on a terminal).
 func newLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
@@ -93,9 +111,12 @@ func newLogger(w io.Writer) *slog.Logger {
 			case slog.TimeKey:
 				return slog.String("time", a.Value.Time().UTC().Format(time.RFC3339))
 			case slog.LevelKey:
+				if l, ok := a.Value.Any().(slog.Level); ok && l >= levelFatal {
+					return slog.String("level", "fatal")
+				}
 				lvl := strings.ToLower(a.Value.String())
-				if lvl == "error" {
-					lvl = "error"
+				if lvl == "warn" {
+					lvl = "warning"
 				}
 				return slog.String("level", lvl)
 			}

@@ -3,8 +3,10 @@ package standin
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -13,10 +15,12 @@ import (
 // then K3S_* variables for flags not given. Not safe for concurrent mutation.
 type ServerConfig struct {
 	ClusterInit     bool
+	Server          string   // --server, -s, K3S_URL: join the cluster of this server
 	DataDir         string   // --data-dir, K3S_DATA_DIR; default /var/lib/rancher/k3s
 	BindAddress     string   // --bind-address; empty: all addresses
 	HTTPSListenPort int      // --https-listen-port; default 6443
 	Token           string   // --token, K3S_TOKEN (or --token-file, K3S_TOKEN_FILE)
+	AgentToken      string   // --agent-token, K3S_AGENT_TOKEN (or --agent-token-file, K3S_AGENT_TOKEN_FILE)
 	TLSSANs         []string // --tls-san, repeatable
 	NodeName        string   // --node-name, K3S_NODE_NAME; default hostname
 	NodeIP          string   // --node-ip
@@ -31,6 +35,12 @@ type ServerConfig struct {
 	// several servers can run on one loopback.
 	EtcdClientPort int
 	EtcdPeerPort   int
+	// Stand-in only: where the node password lives (k3s:
+	// /etc/rancher/node/password), so several nodes can share one host.
+	NodePasswordFile string
+	// Stand-in only: kube-controller-manager's --node-monitor-grace-period
+	// (50s): a node whose Lease is older turns Unknown (NotReady).
+	NodeMonitorGracePeriod time.Duration
 
 	// Ignored records accepted flags the stand-in does not act on yet.
 	Ignored []string
@@ -61,13 +71,22 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 	fs.StringArrayVar(&cfg.APIServerArgs, "kube-apiserver-arg", nil, "")
 	fs.IntVar(&cfg.EtcdClientPort, "standin-etcd-client-port", 2379, "")
 	fs.IntVar(&cfg.EtcdPeerPort, "standin-etcd-peer-port", 2380, "")
+	fs.StringVar(&cfg.NodePasswordFile, "standin-node-password-file", DefaultNodePasswordFile, "")
+	fs.StringVarP(&cfg.Server, "server", "s", "", "")
+	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "standin-node-monitor-grace-period", DefaultNodeMonitorGracePeriod, "")
 	var ignored []string
-	for _, name := range []string{"server", "agent-token", "advertise-address", "node-external-ip",
-		"flannel-iface", "flannel-backend", "cluster-cidr", "cluster-dns", "cluster-domain", "config"} {
+	fs.StringVar(&cfg.AgentToken, "agent-token", "", "")
+	agentTokenFile := fs.String("agent-token-file", "", "")
+	for _, name := range ignoredStrings {
 		fs.String(name, "", "")
 	}
 	fs.StringArray("disable", nil, "")
-	fs.StringP("server-url", "s", "", "") // -s is --server in k3s
+	for _, name := range ignoredArrays {
+		fs.StringArray(name, nil, "")
+	}
+	for _, name := range ignoredBools {
+		fs.Bool(name, false, "")
+	}
 	if err := fs.Parse(args); err != nil {
 		return ServerConfig{}, fmt.Errorf("standin: server: %w", err)
 	}
@@ -76,9 +95,12 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 	}
 	fs.Visit(func(f *pflag.Flag) {
 		switch f.Name {
-		case "server", "server-url", "agent-token", "advertise-address", "node-external-ip", "flannel-iface",
-			"flannel-backend", "cluster-cidr", "cluster-dns", "cluster-domain", "config", "disable":
+		case "disable":
 			ignored = append(ignored, f.Name)
+		default:
+			if slices.Contains(ignoredStrings, f.Name) || slices.Contains(ignoredArrays, f.Name) || slices.Contains(ignoredBools, f.Name) {
+				ignored = append(ignored, f.Name)
+			}
 		}
 	})
 	cfg.Ignored = ignored
@@ -93,6 +115,9 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 	}
 	env("data-dir", "K3S_DATA_DIR", &cfg.DataDir)
 	env("token", "K3S_TOKEN", &cfg.Token)
+	env("server", "K3S_URL", &cfg.Server)
+	env("agent-token", "K3S_AGENT_TOKEN", &cfg.AgentToken)
+	env("agent-token-file", "K3S_AGENT_TOKEN_FILE", agentTokenFile)
 	env("token-file", "K3S_TOKEN_FILE", tokenFile)
 	env("node-name", "K3S_NODE_NAME", &cfg.NodeName)
 	env("write-kubeconfig-mode", "K3S_KUBECONFIG_MODE", &cfg.KubeconfigMode)
@@ -113,6 +138,21 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 		}
 		cfg.Token = strings.TrimSpace(string(b))
 	}
+	if cfg.AgentToken == "" && *agentTokenFile != "" {
+		b, err := os.ReadFile(*agentTokenFile)
+		if err != nil {
+			return ServerConfig{}, fmt.Errorf("standin: agent token file: %w", err)
+		}
+		cfg.AgentToken = strings.TrimSpace(string(b))
+	}
+	if cfg.Server != "" {
+		if !strings.HasPrefix(cfg.Server, "https://") {
+			return ServerConfig{}, fmt.Errorf("standin: --server %q: only https:// URLs are supported", cfg.Server)
+		}
+		if cfg.Token == "" {
+			return ServerConfig{}, fmt.Errorf("--token is required when joining a cluster with --server")
+		}
+	}
 	if cfg.KubeconfigMode != "" {
 		if _, err := strconv.ParseUint(cfg.KubeconfigMode, 8, 32); err != nil {
 			return ServerConfig{}, fmt.Errorf("standin: --write-kubeconfig-mode %q is not an octal mode", cfg.KubeconfigMode)
@@ -130,6 +170,18 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 	}
 	return cfg, nil
 }
+
+// Server flags the stand-in has nothing to apply to; they are accepted
+// with a warning.
+var (
+	ignoredStrings = []string{"advertise-address", "node-external-ip", "flannel-iface", "flannel-backend",
+		"cluster-cidr", "cluster-dns", "cluster-domain", "config", "resolv-conf", "private-registry",
+		"pause-image", "egress-selector-mode", "log"}
+	ignoredArrays = []string{"kubelet-arg", "kube-proxy-arg", "kube-controller-manager-arg",
+		"kube-scheduler-arg", "kube-cloud-controller-manager-arg", "etcd-arg"}
+	ignoredBools = []string{"debug", "selinux", "protect-kernel-defaults", "disable-network-policy",
+		"disable-kube-proxy", "disable-cloud-controller", "disable-helm-controller", "secrets-encryption"}
+)
 
 type discard struct{}
 

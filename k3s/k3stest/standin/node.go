@@ -16,12 +16,24 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// nodeAgent keeps this server's Node object, standing in for its kubelet.
-// Not safe for concurrent use; RunServer drives it from one goroutine.
+// nodeSpec is what a node registers as.
+type nodeSpec struct {
+	Name    string
+	IP      net.IP
+	Version string   // kubeletVersion, e.g. v1.37.2+k3s1
+	Labels  []string // --node-label k=v, first registration only
+	Taints  []string // --node-taint k=v:Effect, first registration only
+	Server  bool     // an etcd server: control-plane,etcd,master roles
+}
+
+// nodeAgent keeps a node's Node object and Lease, standing in for its
+// kubelet. client is the kubelet's credential on agents (Node authorizer
+// and NodeRestriction apply) and the admin one on servers, which also set
+// the role labels. Not safe for concurrent use: one goroutine drives
+// register and heartbeat.
 type nodeAgent struct {
 	client kubernetes.Interface
-	cfg    ServerConfig
-	nodeIP net.IP
+	spec   nodeSpec
 	log    *slog.Logger
 }
 
@@ -32,7 +44,7 @@ var serverRoles = []string{"control-plane", "etcd", "master"}
 // registration, as the kubelet does) and sets its status.
 func (n *nodeAgent) register(ctx context.Context) error {
 	nodes := n.client.CoreV1().Nodes()
-	node, err := nodes.Get(ctx, n.cfg.NodeName, metav1.GetOptions{})
+	node, err := nodes.Get(ctx, n.spec.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		node, err = n.newNode()
 		if err != nil {
@@ -41,19 +53,21 @@ func (n *nodeAgent) register(ctx context.Context) error {
 		node, err = nodes.Create(ctx, node, metav1.CreateOptions{})
 	}
 	if err != nil {
-		return fmt.Errorf("standin: register node %s: %w", n.cfg.NodeName, err)
+		return fmt.Errorf("standin: register node %s: %w", n.spec.Name, err)
 	}
 	n.setStatus(node)
-	if _, err := nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("standin: node %s status: %w", n.cfg.NodeName, err)
+	node, err = nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("standin: node %s status: %w", n.spec.Name, err)
 	}
-	return nil
+	return n.renewLease(ctx, node)
 }
 
-// heartbeat refreshes the Ready condition, as a kubelet's status update does.
+// heartbeat refreshes the Ready condition, as a kubelet's status update
+// does, and renews the node's Lease in kube-node-lease.
 func (n *nodeAgent) heartbeat(ctx context.Context) error {
 	nodes := n.client.CoreV1().Nodes()
-	node, err := nodes.Get(ctx, n.cfg.NodeName, metav1.GetOptions{})
+	node, err := nodes.Get(ctx, n.spec.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return n.register(ctx)
 	}
@@ -61,15 +75,16 @@ func (n *nodeAgent) heartbeat(ctx context.Context) error {
 		return fmt.Errorf("standin: node heartbeat: %w", err)
 	}
 	n.setStatus(node)
-	if _, err := nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+	node, err = nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	if err != nil {
 		return fmt.Errorf("standin: node heartbeat: %w", err)
 	}
-	return nil
+	return n.renewLease(ctx, node)
 }
 
 func (n *nodeAgent) newNode() (*corev1.Node, error) {
 	labels := map[string]string{
-		"kubernetes.io/hostname":           n.cfg.NodeName,
+		"kubernetes.io/hostname":           n.spec.Name,
 		"kubernetes.io/os":                 "linux",
 		"kubernetes.io/arch":               runtime.GOARCH,
 		"beta.kubernetes.io/os":            "linux",
@@ -77,15 +92,17 @@ func (n *nodeAgent) newNode() (*corev1.Node, error) {
 		"beta.kubernetes.io/instance-type": "k3s",
 		"node.kubernetes.io/instance-type": "k3s",
 	}
-	for _, r := range serverRoles {
-		labels["node-role.kubernetes.io/"+r] = "true"
+	if n.spec.Server {
+		for _, r := range serverRoles {
+			labels["node-role.kubernetes.io/"+r] = "true"
+		}
 	}
-	for _, l := range n.cfg.NodeLabels {
+	for _, l := range n.spec.Labels {
 		k, v, _ := strings.Cut(l, "=")
 		labels[k] = v
 	}
 	var taints []corev1.Taint
-	for _, t := range n.cfg.NodeTaints {
+	for _, t := range n.spec.Taints {
 		kv, effect, ok := strings.Cut(t, ":")
 		if !ok {
 			return nil, fmt.Errorf("standin: --node-taint %q is not key=value:Effect", t)
@@ -95,11 +112,11 @@ func (n *nodeAgent) newNode() (*corev1.Node, error) {
 	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   n.cfg.NodeName,
+			Name:   n.spec.Name,
 			Labels: labels,
 			Annotations: map[string]string{
-				"k3s.io/internal-ip":           n.nodeIP.String(),
-				"k3s.io/hostname":              n.cfg.NodeName,
+				"k3s.io/internal-ip":           n.spec.IP.String(),
+				"k3s.io/hostname":              n.spec.Name,
 				"node.alpha.kubernetes.io/ttl": "0",
 				"volumes.kubernetes.io/controller-managed-attach-detach": "true",
 			},
@@ -127,8 +144,8 @@ func (n *nodeAgent) setStatus(node *corev1.Node) {
 		cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"),
 	}
 	node.Status.Addresses = []corev1.NodeAddress{
-		{Type: corev1.NodeInternalIP, Address: n.nodeIP.String()},
-		{Type: corev1.NodeHostName, Address: n.cfg.NodeName},
+		{Type: corev1.NodeInternalIP, Address: n.spec.IP.String()},
+		{Type: corev1.NodeHostName, Address: n.spec.Name},
 	}
 	res := corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
@@ -139,12 +156,12 @@ func (n *nodeAgent) setStatus(node *corev1.Node) {
 	node.Status.Capacity = res
 	node.Status.Allocatable = res
 	node.Status.NodeInfo = corev1.NodeSystemInfo{
-		MachineID:               n.cfg.NodeName,
+		MachineID:               n.spec.Name,
 		KernelVersion:           "6.1.0-standin",
 		OSImage:                 "openctl k3s stand-in",
 		ContainerRuntimeVersion: "containerd://2.1.5-k3s1",
-		KubeletVersion:          n.cfg.Version.K3s,
-		KubeProxyVersion:        n.cfg.Version.K3s,
+		KubeletVersion:          n.spec.Version,
+		KubeProxyVersion:        n.spec.Version,
 		OperatingSystem:         "linux",
 		Architecture:            runtime.GOARCH,
 	}

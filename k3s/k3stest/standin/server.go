@@ -3,22 +3,28 @@ package standin
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
+	"go.etcd.io/etcd/server/v3/embed"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// RunServer runs `k3s server --cluster-init` until ctx ends: it writes the
-// k3s files, starts an embedded etcd member and the real kube-apiserver,
+// RunServer runs `k3s server` until ctx ends: it writes the k3s files,
+// starts an embedded etcd member (a new cluster with --cluster-init or
+// alone, a learner of an existing one with --server, or the existing data
+// on a restart) and the real kube-apiserver behind the supervisor routes,
 // registers this node, signals READY=1 on $NOTIFY_SOCKET and keeps the
-// node's heartbeat. It returns ctx's error after a clean shutdown.
+// node's heartbeat and pods. It returns ctx's error after a clean
+// shutdown; any other error is fatal, as in k3s.
 func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 	v := cfg.Version
 	// The embedded kube-apiserver sends READY=1 itself as soon as it
@@ -37,7 +43,7 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 			return fmt.Errorf("standin: %w", err)
 		}
 	}
-	nodeIP, err := pickNodeIP(cfg)
+	nodeIP, err := pickNodeIP(cfg.NodeIP, cfg.BindAddress)
 	if err != nil {
 		return err
 	}
@@ -46,6 +52,37 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 		loopbackHost = cfg.BindAddress
 	}
 	localURL := "https://" + net.JoinHostPort(loopbackHost, strconv.Itoa(cfg.HTTPSListenPort))
+
+	// An existing datastore wins over --cluster-init and --server.
+	joining := false
+	if etcdDataExists(serverDir) {
+		if cfg.ClusterInit || cfg.Server != "" {
+			log.Info("Managed etcd cluster bootstrap already complete and initialized")
+		}
+	} else if cfg.Server != "" {
+		joining = true
+	}
+	var sc *supervisorClient
+	if joining {
+		sc, err = validateServer(ctx, cfg.Server, cfg.Token, "server", func(m string) { log.Warn(m) })
+		if err != nil {
+			return fmt.Errorf("starting kubernetes: preparing server: failed to validate token: %w", err)
+		}
+		files, err := sc.serverBootstrap(ctx)
+		if err != nil {
+			return fmt.Errorf("starting kubernetes: preparing server: %w", err)
+		}
+		for name, data := range files {
+			mode := os.FileMode(0o600)
+			if strings.HasSuffix(name, ".crt") {
+				mode = 0o644
+			}
+			if err := writeFile(filepath.Join(serverDir, name), data, mode); err != nil {
+				return err
+			}
+		}
+		log.Info("Cluster bootstrap data written from " + cfg.Server)
+	}
 
 	// Certificates.
 	serverCA, err := loadOrCreateCA(tlsDir, "server-ca", "k3s-server-ca")
@@ -76,11 +113,16 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 	}
 
 	// Tokens and kubeconfigs.
-	password, err := serverPassword(cfg.Token, filepath.Join(serverDir, "cred", "passwd"))
+	passwdPath := filepath.Join(serverDir, "cred", "passwd")
+	password, err := serverPassword(cfg.Token, passwdPath)
 	if err != nil {
 		return err
 	}
-	if err := writeTokens(serverDir, serverCA.certPEM, password); err != nil {
+	agentPW, err := agentPassword(cfg.AgentToken, passwdPath, password)
+	if err != nil {
+		return err
+	}
+	if err := writeTokens(serverDir, serverCA.certPEM, password, agentPW); err != nil {
 		return err
 	}
 	adminKubeconfig := filepath.Join(serverDir, "cred", "admin.kubeconfig")
@@ -91,23 +133,38 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 		return err
 	}
 	log.Info("Wrote kubeconfig " + cfg.KubeconfigPath)
-
-	// etcd.
-	etcd, err := startEtcd(ctx, cfg, serverDir, nodeIP, log)
+	nodePW, err := nodePassword(cfg.NodePasswordFile)
 	if err != nil {
 		return err
 	}
-	defer etcd.Close()
+
+	// etcd.
+	var etcd *embed.Etcd
+	if joining {
+		j, err := joinEtcd(ctx, sc, cfg, serverDir, nodeIP, log)
+		if err != nil {
+			return fmt.Errorf("starting kubernetes: preparing server: start managed database: joining etcd cluster: %w", err)
+		}
+		defer j.client.Close()
+		if etcd, err = startEtcd(ctx, cfg, serverDir, nodeIP, j.initialCluster, log); err != nil {
+			return err
+		}
+		defer etcd.Close()
+		log.Info("Waiting for the etcd learner to be promoted to a voting member")
+		if err := j.waitPromoted(ctx, etcd.Err()); err != nil {
+			return err
+		}
+		j.client.Close()
+	} else {
+		if etcd, err = startEtcd(ctx, cfg, serverDir, nodeIP, "", log); err != nil {
+			return err
+		}
+		defer etcd.Close()
+	}
 	log.Info("ETCD server is now running")
+	go manageLearners(ctx, etcd, log)
 
-	// kube-apiserver.
-	apiCtx, stopAPI := context.WithCancel(ctx)
-	defer stopAPI()
-	apiDone := make(chan error, 1)
-	args := apiServerArgs(cfg, tlsDir, nodeIP)
-	log.Info("Running kube-apiserver " + fmt.Sprint(args))
-	go func() { apiDone <- runAPIServer(apiCtx, args) }()
-
+	// kube-apiserver, behind the supervisor.
 	restCfg, err := clientcmd.BuildConfigFromFlags("", adminKubeconfig)
 	if err != nil {
 		return fmt.Errorf("standin: admin kubeconfig: %w", err)
@@ -116,6 +173,19 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("standin: client: %w", err)
 	}
+	sup, err := newSupervisor(serverDir, serverCA.certPEM, clientCA, client, log)
+	if err != nil {
+		return err
+	}
+	sup.etcd.Store(etcd)
+	sup.httpsPort = strconv.Itoa(cfg.HTTPSListenPort)
+	apiCtx, stopAPI := context.WithCancel(ctx)
+	defer stopAPI()
+	apiDone := make(chan error, 1)
+	args := apiServerArgs(cfg, tlsDir, nodeIP)
+	log.Info("Running kube-apiserver " + fmt.Sprint(args))
+	go func() { apiDone <- runAPIServer(apiCtx, args, cfg.NodeName, sup.wrap) }()
+
 	if err := waitReady(ctx, client, apiDone, etcd.Err()); err != nil {
 		return err
 	}
@@ -123,7 +193,12 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 	if err := ensureDefaultServiceAccounts(ctx, client, apiDone); err != nil {
 		return err
 	}
-	n := &nodeAgent{client: client, cfg: cfg, nodeIP: nodeIP, log: log}
+	if err := checkNodePassword(ctx, client, cfg.NodeName, nodePW); err != nil {
+		return fmt.Errorf("standin: node %s: %w", cfg.NodeName, err)
+	}
+	n := &nodeAgent{client: client, log: log, spec: nodeSpec{
+		Name: cfg.NodeName, IP: nodeIP, Version: v.K3s, Labels: cfg.NodeLabels, Taints: cfg.NodeTaints, Server: true,
+	}}
 	if err := n.register(ctx); err != nil {
 		return err
 	}
@@ -131,6 +206,8 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 	if err := notifyReady(notifySocket); err != nil {
 		log.Warn("systemd notify failed", "err", err)
 	}
+	go n.runPods(ctx)
+	go watchNodes(ctx, client, etcd, log)
 
 	heartbeat := time.NewTicker(10 * time.Second)
 	defer heartbeat.Stop()
@@ -149,18 +226,29 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 			return fmt.Errorf("standin: kube-apiserver exited: %w", err)
 		case err := <-etcd.Err():
 			return fmt.Errorf("standin: etcd: %w", err)
+		case <-etcd.Server.StopNotify():
+			return errEtcdStopped
 		case <-heartbeat.C:
 			if err := n.heartbeat(ctx); err != nil && ctx.Err() == nil {
 				log.Warn("node heartbeat failed", "err", err)
+			}
+			if err := nodeLifecycle(ctx, client, cfg.NodeMonitorGracePeriod); err != nil && ctx.Err() == nil {
+				log.Warn("node lifecycle failed", "err", err)
 			}
 		}
 	}
 }
 
+// errEtcdStopped: etcd stops its member when the member is removed from
+// the cluster (and refuses it on every later start until its data dir is
+// deleted).
+var errEtcdStopped = errors.New("etcd member stopped: it was removed from the etcd cluster; delete " +
+	"server/db to rejoin")
+
 // pickNodeIP returns --node-ip, else the bind address, else the first
 // non-loopback IPv4 address, else 127.0.0.1.
-func pickNodeIP(cfg ServerConfig) (net.IP, error) {
-	for _, s := range []string{cfg.NodeIP, cfg.BindAddress} {
+func pickNodeIP(nodeIP, bindAddress string) (net.IP, error) {
+	for _, s := range []string{nodeIP, bindAddress} {
 		if s == "" {
 			continue
 		}

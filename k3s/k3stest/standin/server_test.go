@@ -103,7 +103,8 @@ func TestServerClusterInit(t *testing.T) {
 		"--tls-san", "k3s.example.test", "--node-name", "standin-0",
 		"--write-kubeconfig", kubeconfig, "--write-kubeconfig-mode", "0640",
 		"--standin-etcd-client-port", strconv.Itoa(freePort(t)),
-		"--standin-etcd-peer-port", strconv.Itoa(freePort(t)))
+		"--standin-etcd-peer-port", strconv.Itoa(freePort(t)),
+		"--standin-node-password-file", filepath.Join(dir, "node-password"))
 	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+notifyPath)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	start := time.Now()

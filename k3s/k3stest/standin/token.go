@@ -22,6 +22,18 @@ func FormatToken(caPEM []byte, user, password string) string {
 // (its password part, if it is a full token), else the server entry of
 // server/cred/passwd, else a random 16-byte hex string.
 func serverPassword(token, passwdPath string) (string, error) {
+	return pickPassword(token, passwdPath, "server", "")
+}
+
+// agentPassword picks the agent (node user) password: the --agent-token
+// value (its password part, if full), else the node entry of
+// server/cred/passwd (a joiner's comes from the cluster's bootstrap
+// data), else the server password.
+func agentPassword(agentToken, passwdPath, serverPW string) (string, error) {
+	return pickPassword(agentToken, passwdPath, "node", serverPW)
+}
+
+func pickPassword(token, passwdPath, user, fallback string) (string, error) {
 	if token != "" {
 		if _, rest, ok := strings.Cut(token, "::"); ok && strings.HasPrefix(token, "K10") {
 			_, pw, ok := strings.Cut(rest, ":")
@@ -32,10 +44,13 @@ func serverPassword(token, passwdPath string) (string, error) {
 		}
 		return token, nil
 	}
-	if pw, err := passwdEntry(passwdPath, "server"); err == nil {
+	if pw, err := passwdEntry(passwdPath, user); err == nil {
 		return pw, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", err
+	}
+	if fallback != "" {
+		return fallback, nil
 	}
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
@@ -66,10 +81,12 @@ func passwdEntry(path, user string) (string, error) {
 	return "", fmt.Errorf("standin: passwd %s: no user %s: %w", path, user, os.ErrNotExist)
 }
 
-// writeTokens writes server/cred/passwd, server/token (0600), and the
-// node-token and agent-token links to it.
-func writeTokens(serverDir string, caPEM []byte, password string) error {
-	passwd := fmt.Sprintf("%s,server,server,k3s:server\n%s,node,node,k3s:agent\n", password, password)
+// writeTokens writes server/cred/passwd (users server and node),
+// server/token (0600) and its node-token link, and server/agent-token: a
+// link to token when the agent password is the server's, else its own
+// K10<hash>::node:<agent password> file (0600).
+func writeTokens(serverDir string, caPEM []byte, password, agentPW string) error {
+	passwd := fmt.Sprintf("%s,server,server,k3s:server\n%s,node,node,k3s:agent\n", password, agentPW)
 	if err := writeFile(filepath.Join(serverDir, "cred", "passwd"), []byte(passwd), 0o600); err != nil {
 		return err
 	}
@@ -77,14 +94,23 @@ func writeTokens(serverDir string, caPEM []byte, password string) error {
 	if err := writeFile(filepath.Join(serverDir, "token"), []byte(token), 0o600); err != nil {
 		return err
 	}
+	links := []string{"node-token", "agent-token"}
+	if agentPW != password {
+		links = links[:1]
+	}
 	for _, link := range []string{"node-token", "agent-token"} {
-		p := filepath.Join(serverDir, link)
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(filepath.Join(serverDir, link)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("standin: %w", err)
 		}
-		if err := os.Symlink(filepath.Join(serverDir, "token"), p); err != nil {
+	}
+	for _, link := range links {
+		if err := os.Symlink(filepath.Join(serverDir, "token"), filepath.Join(serverDir, link)); err != nil {
 			return fmt.Errorf("standin: %w", err)
 		}
+	}
+	if agentPW != password {
+		agent := FormatToken(caPEM, "node", agentPW) + "\n"
+		return writeFile(filepath.Join(serverDir, "agent-token"), []byte(agent), 0o600)
 	}
 	return nil
 }
