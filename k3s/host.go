@@ -113,13 +113,14 @@ func service(role string) string {
 // command line (the installer's way: INSTALL_K3S_EXEC); secrets are not
 // among them (envFile).
 func nodeArgs(name string, s *NodeSpec) []string {
-	args := []string{"--node-name=" + name, "--node-ip=" + s.Address, "--write-kubeconfig-mode=0600"}
+	args := []string{"--node-name=" + name, "--node-ip=" + s.Address}
 	if s.Init {
 		args = append(args, "--cluster-init")
 	} else {
 		args = append(args, "--server="+s.Server)
 	}
 	if s.Role == RoleServer {
+		args = append(args, "--write-kubeconfig-mode=0600")
 		sans := slices.Clone(s.TLSSANs)
 		if s.VIP != nil && !slices.Contains(sans, s.VIP.Address) {
 			sans = append(sans, s.VIP.Address)

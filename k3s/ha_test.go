@@ -1,0 +1,100 @@
+package k3s_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/openctl/openctl"
+	"github.com/openctl/openctl/k3s"
+	"github.com/openctl/openctl/k3s/k3stest"
+	"github.com/openctl/openctl/manifest"
+)
+
+// TestHACluster creates a 3-server + 2-agent cluster on five test hosts
+// (one agent on OpenRC), re-applies it as a no-op, loses the first
+// server and still reaches the API through the others, and deletes it.
+func TestHACluster(t *testing.T) {
+	ctx := t.Context()
+	e := newEnv(t)
+	servers := e.hosts(ctx, t, "s1", "s2", "s3")
+	a1 := e.hosts(ctx, t, "a1")[0]
+	a2, err := e.net.AddHost(ctx, "a2", k3stest.HostOptions{Flavour: k3stest.OpenRC})
+	require.NoError(t, err)
+	c := e.cluster("ha", servers, []*k3stest.Host{a1, a2})
+
+	start := time.Now()
+	rep, err := e.engine.Apply(ctx, c)
+	if err != nil {
+		for _, h := range append(servers, a1, a2) {
+			out, _ := h.Run(ctx, "sh", "-c", "journalctl -u k3s -n 30 --no-pager 2>/dev/null; journalctl -u k3s-agent -n 30 --no-pager 2>/dev/null; tail -n 30 /var/log/k3s*.log 2>/dev/null; cat /etc/systemd/system/k3s*.env /etc/rancher/k3s/*.env 2>/dev/null | sed 's/=.*/=.../'")
+			t.Logf("%s:\n%s", h.Name(), out)
+		}
+	}
+	require.NoError(t, err)
+	wall := time.Since(start)
+	durations := map[string]time.Duration{}
+	for _, r := range rep.Results {
+		assert.Equal(t, openctl.OutcomeCreated, r.Outcome, r.ID.Short())
+		durations[r.ID.Name] = r.Duration
+	}
+	// The critical path: the first server, then each joining server in
+	// turn, then the slower agent, then the cluster's own apply.
+	bound := durations["s1"] + durations["s2"] + durations["s3"] + max(durations["a1"], durations["a2"]) + durations["ha"]
+	t.Logf("3 servers + 2 agents Ready in %s; critical-path bound %s; wall/bound %.2f; per node %v",
+		wall.Round(time.Millisecond), bound.Round(time.Millisecond), float64(wall)/float64(bound), durations)
+	for _, h := range append(servers, a1, a2) {
+		assert.Equal(t, 1, e.prov.Pool().Opened(h.SSHAddr()), "one SSH connection to %s", h.Name())
+	}
+
+	f, err := e.engine.Get(ctx, c.ID())
+	require.NoError(t, err)
+	assert.Equal(t, k3s.PhaseReady, f.Resource.Status["phase"])
+	assert.Equal(t, "5/5", f.Resource.Status["readyNodes"])
+	out, err := servers[0].Run(ctx, "k3s", "kubectl", "get", "nodes", "--no-headers")
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.Len(t, lines, 5, string(out))
+	for _, l := range lines {
+		assert.Contains(t, l, " Ready ", l)
+		assert.Contains(t, l, standinVersion, l)
+	}
+
+	// A second apply only reads.
+	e.takeSteps()
+	start = time.Now()
+	rep, err = e.engine.Apply(ctx, c)
+	require.NoError(t, err)
+	for _, r := range rep.Results {
+		assert.Equal(t, openctl.OutcomeUnchanged, r.Outcome, r.ID.Short())
+	}
+	steps := e.takeSteps()
+	t.Logf("no-op re-apply: %s, %d remote commands", time.Since(start).Round(time.Millisecond), len(steps))
+	for _, s := range steps {
+		assert.Contains(t, s, "read the node's state", "a no-op re-apply only reads")
+	}
+
+	// The first server goes away: the other two keep quorum and serve.
+	require.NoError(t, servers[0].PowerOff(ctx))
+	require.Eventually(t, func() bool {
+		out, err := servers[1].Run(ctx, "k3s", "kubectl", "get", "nodes", "--no-headers")
+		return err == nil && strings.Count(string(out), "\n") == 5
+	}, time.Minute, 500*time.Millisecond, "the API answers through the second server")
+	require.NoError(t, servers[0].PowerOn(ctx))
+
+	rep, err = e.engine.Delete(ctx, c.ID())
+	require.NoError(t, err)
+	assert.Equal(t, 6, rep.Count(openctl.OutcomeDeleted))
+	for _, h := range append(servers, a1, a2) {
+		out, err := h.Run(ctx, "sh", "-c", "ls /usr/local/bin; pgrep -a k3s || true")
+		require.NoError(t, err)
+		assert.NotContains(t, string(out), "\nk3s\n", h.Name())
+		assert.NotContains(t, string(out), "k3s server", h.Name())
+		assert.NotContains(t, string(out), "k3s agent", h.Name())
+	}
+	_, err = e.engine.Get(ctx, manifest.ID{APIVersion: k3s.APIVersion, Kind: k3s.KindNode, Name: "s1"})
+	assert.Error(t, err)
+}
