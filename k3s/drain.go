@@ -94,7 +94,10 @@ func isServer(n *corev1.Node) bool {
 // otherServerAPI returns the API of the cluster prior's node belongs to,
 // through a server other than name that answers; nil when there is none.
 func (p *Provider) otherServerAPI(ctx context.Context, name string, prior *manifest.Resource) (*kubeconfig.Cluster, error) {
-	cluster, _ := prior.Spec["cluster"].(string)
+	cluster, _ := prior.Status["cluster"].(string)
+	if cluster == "" {
+		cluster, _ = prior.Spec["cluster"].(string)
+	}
 	rs := registry.RecordsOf(ctx)
 	if cluster == "" || rs == nil {
 		return nil, nil

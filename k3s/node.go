@@ -153,6 +153,9 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 		return nil, err
 	}
 	p.locs.Store(name, loc)
+	if s.Cluster != "" {
+		st["cluster"] = s.Cluster // the one it joined, even when its spec named none
+	}
 	out := &manifest.Resource{APIVersion: r.APIVersion, Kind: r.Kind, Metadata: r.Metadata, Spec: r.Spec, Status: st}
 	return out, nil
 }
@@ -370,6 +373,9 @@ func (p *Provider) getNode(ctx context.Context, id manifest.ID) (*manifest.Resou
 	}
 	p.locs.Store(id.Name, loc)
 	prior := registry.Prior(ctx)
+	if c, ok := prior.Status["cluster"]; ok {
+		st["cluster"] = c
+	}
 	return &manifest.Resource{APIVersion: id.APIVersion, Kind: id.Kind, Metadata: manifest.Metadata{Name: id.Name, Labels: prior.Metadata.Labels}, Spec: prior.Spec, Status: st}, nil
 }
 
