@@ -10,6 +10,7 @@ import (
 
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/registry"
 	"github.com/openctl/openctl/secret"
 	"github.com/openctl/openctl/state"
 )
@@ -110,7 +111,8 @@ type Inventory struct {
 // as openctl knows them: the ones the state records with their spec and
 // labels as recorded and their live status, read through the provider
 // several at a time; the others the provider lists (or, for names, gets)
-// as it reports them. See [InventoryOptions] and [Inventory].
+// as it reports them — a provider that cannot list (no registry.Lister)
+// shows only what is recorded. See [InventoryOptions] and [Inventory].
 //
 // Problems with single resources — a name not found, a record that cannot
 // be opened, a failed read — are returned joined, together with the
@@ -166,7 +168,10 @@ func (e *Engine) Inventory(ctx context.Context, apiVersion, kind string, opts In
 	}
 
 	var others []*manifest.Resource // listed live, not recorded
-	if all {
+	prov, _, _ := e.reg.Lookup(idOf(""))
+	if _, canList := prov.(registry.Lister); all && canList {
+		// A provider that cannot list (its resources are found through
+		// their records: a K3s node) shows what is recorded, read live.
 		live, err := e.list(ctx, apiVersion, kind)
 		if err != nil {
 			return nil, err

@@ -1,0 +1,100 @@
+package k3s_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/openctl/openctl/cli"
+	"github.com/openctl/openctl/k3s"
+	"github.com/openctl/openctl/k3s/k3stest"
+	"github.com/openctl/openctl/registry"
+)
+
+// TestCLIExistingHosts drives a cluster on two test hosts through the
+// CLI, as a user would with existing machines: validate, plan, apply,
+// get, a no-op plan, delete — with the provider configured in the file.
+func TestCLIExistingHosts(t *testing.T) {
+	ctx := t.Context()
+	dir := binaryDir(t)
+	n := k3stest.NewNetwork(t)
+	var hosts []*k3stest.Host
+	for _, name := range []string{"cli-s", "cli-a"} {
+		h, err := n.AddHost(ctx, name, k3stest.HostOptions{})
+		require.NoError(t, err)
+		hosts = append(hosts, h)
+	}
+	home := t.TempDir()
+	key := func(h *k3stest.Host) string { return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(h.HostKey()))) }
+	require.NoError(t, os.WriteFile(filepath.Join(home, "config.yaml"), fmt.Appendf(nil, `providers:
+  k3s:
+    binaryDir: %s
+    offline: true
+    readyTimeout: 2m
+`, dir), 0o600))
+	manifest := filepath.Join(home, "cluster.yaml")
+	require.NoError(t, os.WriteFile(manifest, fmt.Appendf(nil, `apiVersion: k3s.openctl.io/v1
+kind: Cluster
+metadata:
+  name: cli
+spec:
+  k3s: {version: %s}
+  ssh: {user: %s, privateKeyPath: %s}
+  hosts:
+    - {name: cli-s, address: %s, role: server, sshHostKey: %q}
+    - {name: cli-a, address: %s, role: agent, sshHostKey: %q}
+`, standinVersion, k3stest.DefaultUser, n.KeyFile(), hosts[0].Addr(), key(hosts[0]), hosts[1].Addr(), key(hosts[1])), 0o600))
+
+	for k, v := range map[string]string{"OPENCTL_HOME": home, "OPENCTL_STATE_PASSPHRASE": "correct horse battery staple", "NO_COLOR": "1"} {
+		t.Setenv(k, v)
+	}
+	run := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := cli.Run(ctx, cli.Options{Drivers: []registry.Driver{k3s.Driver{}}}, args, strings.NewReader(""), &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+
+	code, out, errOut := run("validate", "-f", manifest)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "1 resource valid")
+
+	code, out, errOut = run("plan", "-f", manifest, "--detailed-exitcode")
+	require.Equal(t, 2, code, errOut)
+	assert.Contains(t, out+errOut, "Plan: 3 to create")
+
+	code, out, errOut = run("apply", "-f", manifest)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errOut)
+	assert.Contains(t, out, "cluster/cli created")
+
+	code, out, errOut = run("get", "clusters")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `(?m)^cli +Ready +`+regexpQuote(standinVersion)+` +https://`+regexpQuote(hosts[0].Addr().String())+`:6443 +2/2`, out)
+
+	code, out, errOut = run("get", "clusters", "cli", "-o", "yaml")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `kubeconfig: "[redacted]"`, "secrets never printed")
+	assert.NotContains(t, out, "K10", "nor the tokens")
+
+	code, out, errOut = run("plan", "-f", manifest, "--detailed-exitcode")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out+errOut, "3 unchanged")
+
+	kc, err := os.ReadFile(filepath.Join(home, "kubeconfigs", "cli.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(kc), "current-context: cli")
+
+	code, out, errOut = run("delete", "-f", manifest)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errOut)
+	assert.Contains(t, out, "cluster/cli deleted")
+}
+
+func regexpQuote(s string) string {
+	return strings.NewReplacer(".", `\.`, "+", `\+`).Replace(s)
+}
