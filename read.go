@@ -168,8 +168,15 @@ func (e *Engine) Inventory(ctx context.Context, apiVersion, kind string, opts In
 	}
 
 	var others []*manifest.Resource // listed live, not recorded
-	prov, _, _ := e.reg.Lookup(idOf(""))
-	if _, canList := prov.(registry.Lister); all && canList {
+	var canList bool
+	if all {
+		prov, _, err := e.reg.Lookup(idOf(""))
+		if err != nil {
+			return nil, err
+		}
+		_, canList = prov.(registry.Lister)
+	}
+	if canList {
 		// A provider that cannot list (its resources are found through
 		// their records: a K3s node) shows what is recorded, read live.
 		live, err := e.list(ctx, apiVersion, kind)
