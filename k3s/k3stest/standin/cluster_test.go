@@ -468,6 +468,7 @@ spec: {nodeName: agent-1, containers: [{name: c, image: busybox}]}
 // agent token (--agent-token): server/agent-token holds it, agents join
 // with it or with the server token, the joined server (started without
 // --agent-token) takes it from the cluster, and it cannot join a server.
+// Joiners with other critical values are refused.
 func TestParallelJoinAndAgentToken(t *testing.T) {
 	c := newCluster(t)
 	s1 := c.start("server-1", 1, "server", "--cluster-init", "--token", "s3cret", "--agent-token", "a9ent")
@@ -502,6 +503,23 @@ func TestParallelJoinAndAgentToken(t *testing.T) {
 	code, log = x.waitExit(t, time.Minute)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, log, `/v1-k3s/server-bootstrap: 401 Unauthorized"`)
+
+	// Critical values that differ from the cluster's: each is warned
+	// about, then the join fails before touching etcd.
+	y := c.start("server-y", 5, "server", "--server", s1.url(), "--token", token,
+		"--cluster-cidr", "10.99.0.0/16", "--disable", "traefik,servicelb", "--agent-token", "a9ent")
+	z := c.start("server-z", 6, "server", "--server", s1.url(), "--token", token, "--agent-token", "other")
+	fatal := `level=fatal msg="starting kubernetes: preparing server: failed to bootstrap cluster data: failed to validate server configuration: critical configuration value mismatch between servers"`
+	code, log = y.waitExit(t, time.Minute)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, log, `level=warning msg="critical configuration mismatched: cluster-cidr"`)
+	assert.Contains(t, log, `level=warning msg="critical configuration mismatched: disable-servicelb"`)
+	assert.NotContains(t, log, `mismatched: agent-token`)
+	assert.Contains(t, log, fatal)
+	code, log = z.waitExit(t, time.Minute)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, log, `level=warning msg="critical configuration mismatched: agent-token"`)
+	assert.Contains(t, log, fatal)
 
 	out := c.mustKubectl(s1, "get", "nodes", "--no-headers")
 	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 4, out)

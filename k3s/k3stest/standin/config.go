@@ -45,6 +45,12 @@ type ServerConfig struct {
 	// Ignored records accepted flags the stand-in does not act on yet.
 	Ignored []string
 
+	// Critical holds the values every server of a cluster must share
+	// (docs/cli/server.md, "Critical Configuration Values"), by flag name,
+	// defaults filled in; a joiner compares them with the cluster's.
+	// Apart from service-cidr the stand-in does not act on them.
+	Critical map[string]string
+
 	Version Version // set by Main from the binary's trailer
 }
 
@@ -78,7 +84,7 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 	fs.StringVar(&cfg.AgentToken, "agent-token", "", "")
 	agentTokenFile := fs.String("agent-token-file", "", "")
 	for _, name := range ignoredStrings {
-		fs.String(name, "", "")
+		fs.String(name, criticalDefaults[name], "")
 	}
 	fs.StringArray("disable", nil, "")
 	for _, name := range ignoredArrays {
@@ -104,6 +110,17 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 		}
 	})
 	cfg.Ignored = ignored
+	cfg.Critical = map[string]string{}
+	for _, name := range []string{"cluster-cidr", "service-cidr", "cluster-dns", "cluster-domain", "flannel-backend", "egress-selector-mode"} {
+		cfg.Critical[name] = fs.Lookup(name).Value.String()
+	}
+	for _, name := range []string{"secrets-encryption", "disable-network-policy", "disable-cloud-controller", "disable-helm-controller", "disable-kube-proxy"} {
+		cfg.Critical[name] = fs.Lookup(name).Value.String()
+	}
+	disables, _ := fs.GetStringArray("disable")
+	cfg.Critical["disable-servicelb"] = strconv.FormatBool(slices.ContainsFunc(disables, func(d string) bool {
+		return slices.Contains(strings.Split(d, ","), "servicelb")
+	}))
 
 	env := func(flag, name string, dst *string) {
 		if fs.Changed(flag) {
@@ -173,6 +190,13 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 
 // Server flags the stand-in has nothing to apply to; they are accepted
 // with a warning.
+// criticalDefaults are k3s's defaults of the critical values the stand-in
+// only records.
+var criticalDefaults = map[string]string{
+	"cluster-cidr": "10.42.0.0/16", "cluster-dns": "10.43.0.10", "cluster-domain": "cluster.local",
+	"flannel-backend": "vxlan", "egress-selector-mode": "agent",
+}
+
 var (
 	ignoredStrings = []string{"advertise-address", "node-external-ip", "flannel-iface", "flannel-backend",
 		"cluster-cidr", "cluster-dns", "cluster-domain", "config", "resolv-conf", "private-registry",

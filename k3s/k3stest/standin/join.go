@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -177,4 +178,52 @@ func (c *supervisorClient) dbInfo(ctx context.Context) ([]dbMember, error) {
 		return nil, fmt.Errorf("%s/db/info: %w", c.url, err)
 	}
 	return info.Members, nil
+}
+
+// criticalConfig fetches the cluster's critical configuration values.
+func (c *supervisorClient) criticalConfig(ctx context.Context) (map[string]string, error) {
+	body, err := c.get(ctx, "/v1-k3s/config", nil)
+	if err != nil {
+		return nil, err
+	}
+	var cfg struct {
+		Critical map[string]string `json:"critical"`
+	}
+	if err := json.Unmarshal(body, &cfg); err != nil {
+		return nil, fmt.Errorf("%s/v1-k3s/config: %w", c.url, err)
+	}
+	return cfg.Critical, nil
+}
+
+// errCriticalMismatch is k3s's refusal of a joiner whose critical values
+// differ from the cluster's (each one is logged as a warning first).
+var errCriticalMismatch = errors.New("failed to bootstrap cluster data: failed to validate server configuration: critical configuration value mismatch between servers")
+
+// checkCritical compares a joiner's critical values (and its
+// --agent-token, when given) with the cluster's, warning about each
+// mismatch as k3s does.
+func checkCritical(mine, cluster map[string]string, agentToken string, clusterPasswd []byte, warn func(string)) error {
+	var mismatched []string
+	for k, v := range mine {
+		if cluster[k] != v {
+			mismatched = append(mismatched, k)
+		}
+	}
+	if agentToken != "" {
+		pw, err := pickPassword(agentToken, "", "node", "")
+		if err != nil {
+			return err
+		}
+		if want, _ := passwdEntryFrom(clusterPasswd, "node"); want != pw {
+			mismatched = append(mismatched, "agent-token")
+		}
+	}
+	if len(mismatched) == 0 {
+		return nil
+	}
+	slices.Sort(mismatched)
+	for _, k := range mismatched {
+		warn("critical configuration mismatched: " + k)
+	}
+	return errCriticalMismatch
 }

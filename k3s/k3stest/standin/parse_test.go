@@ -48,6 +48,17 @@ func TestParseServerArgs(t *testing.T) {
 	assert.Equal(t, "a9", cfg.AgentToken)
 	assert.Equal(t, DefaultNodeMonitorGracePeriod, cfg.NodeMonitorGracePeriod)
 	assert.ElementsMatch(t, []string{"disable", "etcd-arg"}, cfg.Ignored)
+	assert.Equal(t, map[string]string{
+		"cluster-cidr": "10.42.0.0/16", "service-cidr": "10.43.0.0/16", "cluster-dns": "10.43.0.10",
+		"cluster-domain": "cluster.local", "flannel-backend": "vxlan", "egress-selector-mode": "agent",
+		"secrets-encryption": "false", "disable-network-policy": "false", "disable-cloud-controller": "false",
+		"disable-helm-controller": "false", "disable-kube-proxy": "false", "disable-servicelb": "false",
+	}, cfg.Critical)
+	cfg, err = ParseServerArgs([]string{"--disable=traefik,servicelb", "--flannel-backend", "none", "--secrets-encryption"}, env(nil))
+	require.NoError(t, err)
+	assert.Equal(t, "true", cfg.Critical["disable-servicelb"])
+	assert.Equal(t, "none", cfg.Critical["flannel-backend"])
+	assert.Equal(t, "true", cfg.Critical["secrets-encryption"])
 
 	_, err = ParseServerArgs([]string{"--server", "https://10.0.0.1:6443"}, env(nil))
 	require.Error(t, err)

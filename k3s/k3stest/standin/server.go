@@ -72,6 +72,13 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("starting kubernetes: preparing server: %w", err)
 		}
+		critical, err := sc.criticalConfig(ctx)
+		if err != nil {
+			return fmt.Errorf("starting kubernetes: preparing server: %w", err)
+		}
+		if err := checkCritical(cfg.Critical, critical, cfg.AgentToken, files["cred/passwd"], func(m string) { log.Warn(m) }); err != nil {
+			return fmt.Errorf("starting kubernetes: preparing server: %w", err)
+		}
 		for name, data := range files {
 			mode := os.FileMode(0o600)
 			if strings.HasSuffix(name, ".crt") {
@@ -179,6 +186,7 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 	}
 	sup.etcd.Store(etcd)
 	sup.httpsPort = strconv.Itoa(cfg.HTTPSListenPort)
+	sup.critical = cfg.Critical
 	apiCtx, stopAPI := context.WithCancel(ctx)
 	defer stopAPI()
 	apiDone := make(chan error, 1)

@@ -37,6 +37,7 @@ import (
 //	/v1-k3s/client-kubelet.crt     Basic auth + node name and password headers
 //	/v1-k3s/server-bootstrap       Basic auth, user server only
 //	/v1-k3s/apiservers             Basic auth: the servers' host:port list
+//	/v1-k3s/config                 Basic auth, user server only: critical values
 //	/db/info                       Basic auth, user server only: etcd members
 //
 // Everything else goes to the kube-apiserver.
@@ -46,7 +47,8 @@ type supervisor struct {
 	nodePW    string
 	bootstrap map[string][]byte // file name under server/ → contents
 	clientCA  *keyPair
-	httpsPort string // every server's https port is taken to be this one
+	httpsPort string            // every server's https port is taken to be this one
+	critical  map[string]string // this server's critical configuration values
 	etcd      atomic.Pointer[embed.Etcd]
 	client    kubernetes.Interface // admin client of the local apiserver
 	log       *slog.Logger
@@ -109,6 +111,11 @@ func (s *supervisor) wrap(next http.Handler) http.Handler {
 		case "/v1-k3s/apiservers":
 			if _, ok := s.authenticate(w, r, "server", "node"); ok {
 				s.apiServers(w)
+			}
+		case "/v1-k3s/config":
+			if _, ok := s.authenticate(w, r, "server"); ok {
+				w.Header().Set("Content-Type", "application/json")
+				json.NewEncoder(w).Encode(map[string]any{"critical": s.critical})
 			}
 		case "/db/info":
 			if _, ok := s.authenticate(w, r, "server"); ok {

@@ -1,6 +1,7 @@
 package standin
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/csv"
@@ -62,23 +63,31 @@ func pickPassword(token, passwdPath, user, fallback string) (string, error) {
 // passwdEntry returns user's password from k3s's passwd file
 // (lines password,user,uid,groups); os.ErrNotExist if absent.
 func passwdEntry(path, user string) (string, error) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("standin: passwd: %w", err)
 	}
-	defer f.Close()
-	r := csv.NewReader(f)
+	pw, err := passwdEntryFrom(b, user)
+	if err != nil {
+		return "", fmt.Errorf("standin: passwd %s: %w", path, err)
+	}
+	return pw, nil
+}
+
+// passwdEntryFrom is passwdEntry on the file's contents.
+func passwdEntryFrom(passwd []byte, user string) (string, error) {
+	r := csv.NewReader(bytes.NewReader(passwd))
 	r.FieldsPerRecord = -1
 	records, err := r.ReadAll()
 	if err != nil {
-		return "", fmt.Errorf("standin: passwd %s: %w", path, err)
+		return "", err
 	}
 	for _, rec := range records {
 		if len(rec) >= 2 && rec[1] == user {
 			return rec[0], nil
 		}
 	}
-	return "", fmt.Errorf("standin: passwd %s: no user %s: %w", path, user, os.ErrNotExist)
+	return "", fmt.Errorf("no user %s: %w", user, os.ErrNotExist)
 }
 
 // writeTokens writes server/cred/passwd (users server and node),
