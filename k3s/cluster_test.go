@@ -19,6 +19,7 @@ import (
 )
 
 func TestSingleServerCluster(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := newEnv(t)
 	hs := e.hosts(ctx, t, "one")
@@ -143,6 +144,7 @@ func TestSingleServerCluster(t *testing.T) {
 // An apply interrupted while it uploads k3s leaves nothing half-written,
 // and the next apply converges.
 func TestInterruptedInstall(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := newEnv(t)
 	hs := e.hosts(ctx, t, "cut")

@@ -18,6 +18,7 @@ import (
 // (one agent on OpenRC), re-applies it as a no-op, loses the first
 // server and still reaches the API through the others, and deletes it.
 func TestHACluster(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := newEnv(t)
 	servers := e.hosts(ctx, t, "s1", "s2", "s3")

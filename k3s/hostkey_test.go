@@ -22,6 +22,7 @@ import (
 // fingerprint and what to do, a different one as a possible attack —
 // before anything is installed.
 func TestHostKeyRefused(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	n := k3stest.NewNetwork(t)
 	h, err := n.AddHost(ctx, "keyed", k3stest.HostOptions{})

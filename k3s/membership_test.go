@@ -16,6 +16,7 @@ import (
 // A Node that names no cluster joins the only one openctl knows; with
 // several it is refused before anything is done, never guessed.
 func TestNodeMembership(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	p := newOffline(t)
 	st := state.NewMemory()

@@ -18,6 +18,7 @@ import (
 // deleted on its own leaves it properly: drained, its Node deleted from
 // the API, k3s uninstalled — the cluster keeps running.
 func TestNodeJoinsAndLeaves(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	e := newEnv(t)
 	hs := e.hosts(ctx, t, "base", "extra")

@@ -169,7 +169,10 @@ func tryStart(ctx context.Context, t *testing.T, bin string) (*standin, error) {
 		"--data-dir", filepath.Join(dir, "data"), "--write-kubeconfig", s.kubeconfig,
 		"--standin-etcd-client-port", strconv.Itoa(freePort(t, "127.0.0.1")),
 		"--standin-etcd-peer-port", strconv.Itoa(freePort(t, "127.0.0.1")),
-		"--node-name", "n1", "--node-taint", "dedicated=lab:NoSchedule")
+		"--node-name", "n1", "--node-taint", "dedicated=lab:NoSchedule",
+		// Not the machine's /etc/rancher/node/password: this runs outside
+		// the test hosts.
+		"--standin-node-password-file", filepath.Join(dir, "node-password"))
 	cmd.Stdout, cmd.Stderr = s.logs, s.logs
 	if err := cmd.Start(); err != nil {
 		return s, err
