@@ -185,7 +185,8 @@ func (e *Engine) Close() error { return e.reg.Close() }
 
 // Do runs a provider action (start, stop, logs, ...) on a resource. args
 // are checked against the action's spec (see registry.ActionSpec.CheckArgs);
-// streamed output goes to out (nil discards it).
+// streamed output goes to out (nil discards it). A kind that reads its
+// prior state gets it (registry.Prior), as for Get.
 func (e *Engine) Do(ctx context.Context, id manifest.ID, action string, args map[string]any, out io.Writer) (*registry.ActionResult, error) {
 	p, _, err := e.reg.Lookup(id)
 	if err != nil {
@@ -201,6 +202,9 @@ func (e *Engine) Do(ctx context.Context, id manifest.ID, action string, args map
 	}
 	if out == nil {
 		out = io.Discard
+	}
+	if ctx, err = e.withPrior(ctx, id); err != nil {
+		return nil, err
 	}
 	var res *registry.ActionResult
 	err = e.safeTop(action, id, func() (err error) {

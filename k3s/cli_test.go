@@ -90,6 +90,12 @@ spec:
 	require.NoError(t, err)
 	assert.Contains(t, string(kc), "current-context: cli")
 
+	// The kubeconfig action prints it, live.
+	code, out, errOut = run("k3s", "kubeconfig", "cluster", "cli")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "current-context: cli")
+	assert.Contains(t, out, "server: https://"+hosts[0].Addr().String()+":6443")
+
 	code, out, errOut = run("delete", "-f", manifest)
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errOut)
 	assert.Contains(t, out, "cluster/cli deleted")

@@ -33,7 +33,7 @@ var _ registry.Driver = Driver{}
 
 // Info describes the provider: the group k3s.openctl.io and its kinds.
 func (Driver) Info() registry.DriverInfo {
-	return registry.DriverInfo{Name: Name, Kinds: (&Provider{}).Kinds()}
+	return registry.DriverInfo{Name: Name, Kinds: (&Provider{}).Kinds(), Actions: (&Provider{}).Actions()}
 }
 
 // fileConfig is the providers.k3s section, and the DriverConfig the

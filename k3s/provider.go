@@ -78,6 +78,7 @@ var (
 	_ registry.Planner   = (*Provider)(nil)
 	_ registry.Validator = (*Provider)(nil)
 	_ registry.Differ    = (*Provider)(nil)
+	_ registry.Actioner  = (*Provider)(nil)
 	_ io.Closer          = (*Provider)(nil)
 )
 
@@ -246,4 +247,34 @@ func (p *Provider) Validate(_ context.Context, r *manifest.Resource) error {
 		return err
 	}
 	return unknownKind(r.Kind)
+}
+
+// Actions returns the provider's actions: `kubeconfig` on a Cluster.
+func (p *Provider) Actions() []registry.ActionSpec {
+	return []registry.ActionSpec{{
+		Name: "kubeconfig", Kind: KindCluster,
+		Short: "Print the cluster's kubeconfig (admin credentials: keep it private)",
+		Long: "Print the kubeconfig of a cluster, read live from its first server and pointed at its endpoint, " +
+			"with its cluster, user and context named after the cluster (or spec.kubeconfig.context). " +
+			"It holds the cluster's admin credentials.",
+	}}
+}
+
+// Do runs an action.
+func (p *Provider) Do(ctx context.Context, req registry.ActionRequest) (*registry.ActionResult, error) {
+	if req.Action != "kubeconfig" || req.ID.Kind != KindCluster {
+		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("k3s: no action %q on %s", req.Action, req.ID.Kind))
+	}
+	c, err := p.getCluster(ctx, req.ID)
+	if err != nil {
+		return nil, err
+	}
+	kc, _ := c.Status["kubeconfig"].(string)
+	if kc == "" {
+		return nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: cluster %s has no kubeconfig yet", req.ID.Name))
+	}
+	if _, err := io.WriteString(req.Out, kc); err != nil {
+		return nil, err
+	}
+	return &registry.ActionResult{}, nil
 }
