@@ -16,7 +16,9 @@ import (
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/plugin"
 	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/secret"
 	"github.com/openctl/openctl/state"
+	"github.com/openctl/openctl/state/seal"
 )
 
 // sessionOptions says what a command needs.
@@ -278,7 +280,7 @@ func (a *app) openStoreDSN(ctx context.Context, cfg *config.Config) (state.Store
 
 // openDSN opens the store a DSN names through the compiled-in backends.
 func (a *app) openDSN(ctx context.Context, dsn string) (state.Store, error) {
-	return a.backends.Open(ctx, dsn, state.OpenOptions{Logger: a.log})
+	return a.backends.Open(ctx, dsn, state.OpenOptions{Logger: a.log, Passphrase: func() (secret.Secret, error) { return seal.PassphraseFrom(a.env) }})
 }
 
 // offlineRegistry is a registry of the compiled-in drivers that is never

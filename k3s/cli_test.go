@@ -22,6 +22,7 @@ import (
 // CLI, as a user would with existing machines: validate, plan, apply,
 // get, a no-op plan, delete — with the provider configured in the file.
 func TestCLIExistingHosts(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	dir := binaryDir(t)
 	n := k3stest.NewNetwork(t)
@@ -52,12 +53,11 @@ spec:
     - {name: cli-a, address: %s, role: agent, sshHostKey: %q}
 `, standinVersion, k3stest.DefaultUser, n.KeyFile(), hosts[0].Addr(), key(hosts[0]), hosts[1].Addr(), key(hosts[1])), 0o600))
 
-	for k, v := range map[string]string{"OPENCTL_HOME": home, "OPENCTL_STATE_PASSPHRASE": "correct horse battery staple", "NO_COLOR": "1"} {
-		t.Setenv(k, v)
-	}
+	env := map[string]string{"OPENCTL_HOME": home, "HOME": home, "OPENCTL_STATE_PASSPHRASE": "correct horse battery staple", "NO_COLOR": "1"}
 	run := func(args ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
-		code := cli.Run(ctx, cli.Options{Drivers: []registry.Driver{k3s.Driver{}}}, args, strings.NewReader(""), &stdout, &stderr)
+		opts := cli.Options{Drivers: []registry.Driver{k3s.Driver{}}, Env: func(k string) string { return env[k] }}
+		code := cli.Run(ctx, opts, args, strings.NewReader(""), &stdout, &stderr)
 		return code, stdout.String(), stderr.String()
 	}
 

@@ -23,13 +23,29 @@ const (
 // names (one trailing newline removed). Neither set, an unreadable file or
 // an empty passphrase is an errcode.Invalid error that says what to set.
 func Passphrase() (secret.Secret, error) {
-	v, set := os.LookupEnv(EnvPassphrase)
-	if v != "" {
+	_, set := os.LookupEnv(EnvPassphrase)
+	return passphrase(os.Getenv, set)
+}
+
+// PassphraseFrom is Passphrase reading the environment through getenv
+// (nil: os.Getenv): for programs — the CLI run by a test, an embedder —
+// whose environment is not the process's.
+func PassphraseFrom(getenv func(string) string) (secret.Secret, error) {
+	if getenv == nil {
+		return Passphrase()
+	}
+	return passphrase(getenv, false)
+}
+
+// passphrase reads it through getenv; setEmpty says $OPENCTL_STATE_PASSPHRASE
+// is set but empty, when that is known.
+func passphrase(getenv func(string) string, setEmpty bool) (secret.Secret, error) {
+	if v := getenv(EnvPassphrase); v != "" {
 		return secret.New(v), nil
 	}
-	path := os.Getenv(EnvPassphraseFile)
+	path := getenv(EnvPassphraseFile)
 	if path == "" {
-		if set {
+		if setEmpty {
 			return secret.Secret{}, errcode.New(errcode.Invalid, "seal: "+EnvPassphrase+" is set but empty; set it to the state passphrase, or set "+EnvPassphraseFile+" to a file holding it")
 		}
 		return secret.Secret{}, errcode.New(errcode.Invalid, "seal: no state passphrase: set "+EnvPassphrase+" to the passphrase, or "+EnvPassphraseFile+" to a file holding it")

@@ -127,3 +127,35 @@ func TestWarnWeakLogsOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, buf.String())
 }
+
+// PassphraseFrom reads the environment it is given, not the process's.
+func TestPassphraseFrom(t *testing.T) {
+	t.Setenv(seal.EnvPassphrase, "from the process")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "pass")
+	require.NoError(t, os.WriteFile(file, []byte("from a file\n"), 0o600))
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		want string
+		err  string
+	}{
+		{"variable", map[string]string{seal.EnvPassphrase: "given"}, "given", ""},
+		{"file", map[string]string{seal.EnvPassphraseFile: file}, "from a file", ""},
+		{"neither", map[string]string{}, "", "no state passphrase"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := seal.PassphraseFrom(func(k string) string { return tt.env[k] })
+			if tt.err != "" {
+				require.ErrorIs(t, err, errcode.Invalid)
+				assert.Contains(t, err.Error(), tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, p.Reveal())
+		})
+	}
+	p, err := seal.PassphraseFrom(nil)
+	require.NoError(t, err)
+	assert.Equal(t, "from the process", p.Reveal(), "nil: the process's environment")
+}
