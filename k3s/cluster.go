@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/netip"
 	"os"
-	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,16 +72,15 @@ func (p *Provider) Plan(_ context.Context, r *manifest.Resource) ([]*manifest.Re
 			"cluster": r.Metadata.Name,
 			"role":    m.role,
 			"address": m.address,
-			"ssh":     sshSpecMap(s.SSH),
+			"ssh":     sshStatus(s.SSH),
 			"k3s":     k3sSpecMap(s.K3s),
 		}
 		if m.hostKey != nil {
 			spec["sshHostKey"] = m.hostKey
 		}
 		if m.role == RoleServer {
-			sans := slices.Clone(s.TLSSANs)
-			if len(sans) > 0 {
-				spec["tlsSANs"] = toAny(sans)
+			if len(s.TLSSANs) > 0 {
+				spec["tlsSANs"] = toAny(s.TLSSANs)
 			}
 			if s.VIP != nil {
 				spec["vip"] = map[string]any{"address": s.VIP.Address, "interface": s.VIP.Interface}
@@ -185,10 +185,11 @@ type ipPlan struct {
 	gateway string
 }
 
-func (p *ipPlan) take() (ip string, addr string) {
+// take returns the next address, as a CIDR.
+func (p *ipPlan) take() string {
 	a := p.next
 	p.next = p.next.Next()
-	return fmt.Sprintf("%s/%d", a, p.bits), a.String()
+	return fmt.Sprintf("%s/%d", a, p.bits)
 }
 
 // maskBits accepts a netmask as 255.255.255.0, 24 or /24.
@@ -197,8 +198,7 @@ func maskBits(m string) (int, error) {
 	if m == "" {
 		return 24, nil
 	}
-	var bits int
-	if _, err := fmt.Sscanf(m, "%d", &bits); err == nil && !strings.Contains(m, ".") {
+	if bits, err := strconv.Atoi(m); err == nil {
 		if bits < 1 || bits > 32 {
 			return 0, fmt.Errorf("prefix length %d out of range", bits)
 		}
@@ -209,13 +209,8 @@ func maskBits(m string) (int, error) {
 		return 0, fmt.Errorf("not a netmask: %q", m)
 	}
 	b := a.As4()
-	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
-	ones := 0
-	for v&(1<<31) != 0 {
-		ones++
-		v <<= 1
-	}
-	if v != 0 {
+	ones, size := net.IPv4Mask(b[0], b[1], b[2], b[3]).Size()
+	if size == 0 {
 		return 0, fmt.Errorf("not a contiguous netmask: %q", m)
 	}
 	return ones, nil
@@ -261,8 +256,7 @@ func vmManifest(cluster, name string, s *ClusterSpec, pool PoolSpec, nodes []str
 	}
 	ipc := map[string]any{"ip": "dhcp"}
 	if ips != nil {
-		cidr, _ := ips.take()
-		ipc = map[string]any{"ip": cidr}
+		ipc = map[string]any{"ip": ips.take()}
 		if ips.gateway != "" {
 			ipc["gateway"] = ips.gateway
 		}
@@ -303,11 +297,6 @@ func toAny(ss []string) []any {
 		out[i] = s
 	}
 	return out
-}
-
-func sshSpecMap(s SSHSpec) map[string]any {
-	m := sshStatus(s)
-	return m
 }
 
 func k3sSpecMap(k K3sSpec) map[string]any {
@@ -418,12 +407,16 @@ func (p *Provider) applyCluster(ctx context.Context, r *manifest.Resource) (*man
 		}
 		refs = append(refs, nodeRef{Name: m.name, Role: m.role, Address: loc.Address, SSHHostKey: loc.SSHHostKey})
 	}
-	st, err := p.clusterStatus(ctx, refs, s.SSH)
+	read := func() (map[string]any, error) {
+		st, err := p.clusterStatus(ctx, refs, s.SSH)
+		if err == nil && s.VIP != nil {
+			st["endpoint"] = apiURL(s.VIP.Address)
+		}
+		return st, err
+	}
+	st, err := read()
 	if err != nil {
 		return nil, err
-	}
-	if s.VIP != nil {
-		st["endpoint"] = "https://" + hostPort(s.VIP.Address, "6443")
 	}
 	name := r.Metadata.Name
 	// The API, through the endpoint users get: wait for it (the VIP may
@@ -447,17 +440,14 @@ func (p *Provider) applyCluster(ctx context.Context, r *manifest.Resource) (*man
 			// Not Transient: the wait already was the retry.
 			return nil, errcode.New(errcode.Internal, fmt.Sprintf("k3s: cluster %s: not ready after %s: %s", name, p.cfg.ReadyTimeout, why))
 		}
-		if st, err = p.clusterStatus(ctx, refs, s.SSH); err != nil {
+		if st, err = read(); err != nil {
 			return nil, err
-		}
-		if s.VIP != nil {
-			st["endpoint"] = "https://" + hostPort(s.VIP.Address, "6443")
 		}
 	}
 	if s.VIP == nil {
 		st["message"] = "no VIP: the API endpoint is the first server, a single point of failure"
 	}
-	if err := p.writeKubeconfig(name, s, st); err != nil {
+	if err := p.writeKubeconfig(ctx, name, s, st); err != nil {
 		return nil, err
 	}
 	return &manifest.Resource{APIVersion: r.APIVersion, Kind: r.Kind, Metadata: r.Metadata, Spec: r.Spec, Status: st}, nil
@@ -550,7 +540,7 @@ func (p *Provider) apiStatus(ctx context.Context, st map[string]any, ctxName str
 // writeKubeconfig writes the cluster's kubeconfig (st["kubeconfig"]) to
 // KubeconfigDir/<name>.yaml and, when the spec asks, merges it into the
 // user's kubeconfig file.
-func (p *Provider) writeKubeconfig(name string, s *ClusterSpec, st map[string]any) error {
+func (p *Provider) writeKubeconfig(ctx context.Context, name string, s *ClusterSpec, st map[string]any) error {
 	kc, _ := st["kubeconfig"].(string)
 	if kc == "" {
 		return nil
@@ -566,7 +556,7 @@ func (p *Provider) writeKubeconfig(name string, s *ClusterSpec, st map[string]an
 		if p.cfg.KubeConfig == "" {
 			return errcode.New(errcode.Invalid, fmt.Sprintf("k3s: cluster %s: kubeconfig.merge is set and the provider has no kubeconfig file to merge into (providers.k3s.kubeconfig)", name))
 		}
-		if err := kubeconfig.Merge(p.cfg.KubeConfig, []byte(kc)); err != nil {
+		if err := kubeconfig.Merge(ctx, p.cfg.KubeConfig, []byte(kc)); err != nil {
 			return err
 		}
 		outputs["mergedInto"] = p.cfg.KubeConfig
@@ -581,11 +571,8 @@ func (p *Provider) getCluster(ctx context.Context, id manifest.ID) (*manifest.Re
 	if prior == nil {
 		return nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: %s: not recorded, so its nodes are unknown", id.Short()))
 	}
-	var rec struct {
-		Nodes []nodeRef `json:"nodes"`
-		SSH   SSHSpec   `json:"ssh"`
-	}
-	if err := fromMap(prior.Status, &rec); err != nil || len(rec.Nodes) == 0 {
+	rec, err := recordedNodes(prior.Status)
+	if err != nil || len(rec.Nodes) == 0 {
 		return nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: %s: its record lists no nodes (never applied?)", id.Short()))
 	}
 	st, err := p.clusterStatus(ctx, rec.Nodes, rec.SSH)
@@ -611,6 +598,19 @@ func (p *Provider) getCluster(ctx context.Context, id manifest.ID) (*manifest.Re
 		st["outputs"] = o
 	}
 	return &manifest.Resource{APIVersion: id.APIVersion, Kind: id.Kind, Metadata: manifest.Metadata{Name: id.Name, Labels: prior.Metadata.Labels}, Spec: prior.Spec, Status: st}, nil
+}
+
+// clusterNodes are the nodes a cluster's status records, and how to
+// reach them.
+type clusterNodes struct {
+	Nodes []nodeRef `json:"nodes"`
+	SSH   SSHSpec   `json:"ssh"`
+}
+
+// recordedNodes reads the nodes a cluster's recorded status lists.
+func recordedNodes(status map[string]any) (*clusterNodes, error) {
+	var c clusterNodes
+	return &c, fromMap(status, &c)
 }
 
 // fromMap decodes the fields of m that v has (a recorded status, which
@@ -639,7 +639,7 @@ func (p *Provider) deleteCluster(ctx context.Context, id manifest.ID) error {
 		return nil // not one this provider could have written
 	}
 	if cs.Kubeconfig != nil && cs.Kubeconfig.Merge && p.cfg.KubeConfig != "" {
-		if err := kubeconfig.Remove(p.cfg.KubeConfig, contextName(id.Name, cs)); err != nil {
+		if err := kubeconfig.Remove(ctx, p.cfg.KubeConfig, contextName(id.Name, cs)); err != nil {
 			return err
 		}
 	}

@@ -110,11 +110,8 @@ func (p *Provider) otherServerAPI(ctx context.Context, name string, prior *manif
 		if c.Metadata.Name != cluster {
 			continue
 		}
-		var rec struct {
-			Nodes []nodeRef `json:"nodes"`
-			SSH   SSHSpec   `json:"ssh"`
-		}
-		if err := fromMap(c.Status, &rec); err != nil {
+		rec, err := recordedNodes(c.Status)
+		if err != nil {
 			return nil, nil
 		}
 		for _, n := range rec.Nodes {

@@ -3,6 +3,7 @@ package k3s
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -71,8 +72,8 @@ func (Driver) DecodeConfig(sec *config.Section) (registry.DriverConfig, error) {
 			fc.KubeconfigDir = filepath.Join(home, "kubeconfigs")
 		}
 	}
-	if fc.Kubeconfig == "" {
-		fc.Kubeconfig = homeDir("~/.kube/config")
+	if home, err := os.UserHomeDir(); err == nil && fc.Kubeconfig == "" {
+		fc.Kubeconfig = filepath.Join(home, ".kube", "config")
 	}
 	return fc, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net"
 	"strings"
 	"time"
 
@@ -31,16 +32,13 @@ func target(address string, sshHostKey string, s SSHSpec) remote.Target {
 	}
 	t.HostKeys.KnownHosts = remote.DefaultKnownHosts()
 	if len(s.KnownHosts) > 0 {
-		t.HostKeys.KnownHosts = nil
-		for _, f := range s.KnownHosts {
-			t.HostKeys.KnownHosts = append(t.HostKeys.KnownHosts, homeDir(f))
-		}
+		t.HostKeys.KnownHosts = s.KnownHosts
 	}
 	t.HostKeys.TrustOnFirstUse = s.TrustOnFirstUse
 	return t
 }
 
-// located is where a node is, as its status records it.
+// location is where a node is, as its status records it.
 type location struct {
 	Role       string  `json:"role"`
 	Address    string  `json:"address"`
@@ -317,7 +315,7 @@ func (p *Provider) nodeStatus(ctx context.Context, h *remote.Host, name string, 
 		st["phase"] = PhaseReady
 	}
 	if loc.Role == RoleServer {
-		st["url"] = "https://" + hostPort(loc.Address, "6443")
+		st["url"] = apiURL(loc.Address)
 		if t := strings.TrimSpace(files[tokenPath]); t != "" {
 			st["token"] = t
 		}
@@ -428,12 +426,9 @@ func (p *Provider) nodeErr(name, step string, err error) error {
 	return errcode.Wrap(errcode.Of(err), fmt.Sprintf("k3s: node %s: %s", name, step), err)
 }
 
-func hostPort(host, port string) string {
-	if strings.Contains(host, ":") {
-		return "[" + host + "]:" + port
-	}
-	return host + ":" + port
-}
+// apiURL is the URL of the API (and supervisor) a server or VIP at host
+// serves.
+func apiURL(host string) string { return "https://" + net.JoinHostPort(host, "6443") }
 
 // joinInfo fills in, for a node that names no server, the cluster it
 // joins: spec.cluster, or the only Cluster openctl has a record of — the
@@ -509,44 +504,26 @@ func orNone(names []string) string {
 // updated (reinstalled or restarted); changes of the spec itself are the
 // engine's to see. A cluster's own changes are its nodes'.
 func (p *Provider) Diff(_ context.Context, desired, live *manifest.Resource) (registry.Diff, error) {
-	var d registry.Diff
+	// A cluster's nodes do the work; the cluster says what is wrong as a
+	// whole: a node missing from the API or not Ready, versions that
+	// differ from the spec.
+	what, runner := "node", "host"
 	if desired.Kind == KindCluster {
-		// The nodes' own diffs do the work; the cluster says what is
-		// wrong as a whole: a node missing from the API or not Ready,
-		// versions that differ from the spec.
-		if phase, _ := live.Status["phase"].(string); phase != PhaseReady {
-			msg, _ := live.Status["message"].(string)
-			d.Action = registry.DiffUpdate
-			d.Reasons = append(d.Reasons, "the cluster is "+phase+": "+msg)
-		}
-		if want, ok := desired.Spec["k3s"].(map[string]any); ok {
-			if v, _ := want["version"].(string); v != "" {
-				if have, _ := live.Status["version"].(string); have != v {
-					d.Action = registry.DiffUpdate
-					d.Reasons = append(d.Reasons, fmt.Sprintf("the cluster runs k3s %s, the spec says %s", orNone([]string{have}), v))
-				}
-			}
-		}
-		if d.Action == "" {
-			d.Action = registry.DiffNone
-		}
-		return d, nil
+		what, runner = "cluster", "cluster"
 	}
-	if want, ok := desired.Spec["k3s"].(map[string]any); ok {
-		v, _ := want["version"].(string)
-		if have, _ := live.Status["version"].(string); v != "" && have != v {
-			d.Action = registry.DiffUpdate
-			d.Reasons = append(d.Reasons, fmt.Sprintf("the host runs k3s %s, the spec says %s", orNone([]string{have}), v))
+	d := registry.Diff{Action: registry.DiffNone}
+	str := func(m map[string]any, k string) string { v, _ := m[k].(string); return v }
+	want, _ := desired.Spec["k3s"].(map[string]any)
+	if v, have := str(want, "version"), str(live.Status, "version"); v != "" && have != v {
+		d.Action = registry.DiffUpdate
+		d.Reasons = append(d.Reasons, fmt.Sprintf("the %s runs k3s %s, the spec says %s", runner, orNone([]string{have}), v))
+		if what == "node" {
 			d.Fields = append(d.Fields, manifest.FieldChange{Path: "status.version", Old: have, New: v})
 		}
 	}
-	if phase, _ := live.Status["phase"].(string); phase != PhaseReady {
+	if phase := str(live.Status, "phase"); phase != PhaseReady {
 		d.Action = registry.DiffUpdate
-		msg, _ := live.Status["message"].(string)
-		d.Reasons = append(d.Reasons, fmt.Sprintf("the node is %s: %s", phase, msg))
-	}
-	if d.Action == "" {
-		d.Action = registry.DiffNone
+		d.Reasons = append(d.Reasons, fmt.Sprintf("the %s is %s: %s", what, phase, str(live.Status, "message")))
 	}
 	return d, nil
 }

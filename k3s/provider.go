@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -209,23 +208,6 @@ func (p *Provider) kubeconfigPath(cluster string) string {
 		return ""
 	}
 	return filepath.Join(p.cfg.KubeconfigDir, cluster+".yaml")
-}
-
-// homeDir expands a leading ~/ in path.
-func homeDir(path string) string {
-	if rest, ok := cutHome(path); ok {
-		if h, err := os.UserHomeDir(); err == nil {
-			return filepath.Join(h, rest)
-		}
-	}
-	return path
-}
-
-func cutHome(path string) (string, bool) {
-	if len(path) >= 2 && path[:2] == "~/" {
-		return path[2:], true
-	}
-	return "", false
 }
 
 // Validate checks a Cluster's or a Node's spec without contacting

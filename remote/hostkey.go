@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -28,8 +29,8 @@ type HostKeys struct {
 	// read.
 	Pinned []string
 	// KnownHosts are known_hosts files to consult when nothing is pinned,
-	// in OpenSSH's format (hashed names and markers included). Files that
-	// do not exist are skipped.
+	// in OpenSSH's format (hashed names and markers included); a leading
+	// ~/ is the home directory. Files that do not exist are skipped.
 	KnownHosts []string
 	// TrustOnFirstUse accepts the key of a host the known_hosts files do
 	// not know, records it in the first of them (created 0600) and logs a
@@ -105,10 +106,27 @@ func (k HostKeys) pinned() ([]ssh.PublicKey, error) {
 	return out, nil
 }
 
+// files returns the known_hosts files, ~/ expanded.
+func (k HostKeys) files() ([]string, error) {
+	out := make([]string, 0, len(k.KnownHosts))
+	for _, f := range k.KnownHosts {
+		p, err := expandHome(f)
+		if err != nil {
+			return nil, errcode.Wrap(errcode.Invalid, "remote: known_hosts", err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 // existing returns the known_hosts files that exist.
 func (k HostKeys) existing() ([]string, error) {
+	files, err := k.files()
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	for _, f := range k.KnownHosts {
+	for _, f := range files {
 		_, err := os.Stat(f)
 		switch {
 		case err == nil:
@@ -185,7 +203,11 @@ func (v *verifier) callback(addr string) (ssh.HostKeyCallback, []string, error) 
 func (v *verifier) trust(addr string, key ssh.PublicKey) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	file := v.keys.KnownHosts[0]
+	files, err := v.keys.files()
+	if err != nil {
+		return err
+	}
+	file := files[0]
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return errcode.Wrap(errcode.Internal, "remote: recording the host key", err)
 	}
@@ -209,12 +231,9 @@ func (v *verifier) trust(addr string, key ssh.PublicKey) error {
 func algorithms(keys []ssh.PublicKey) []string {
 	var out []string
 	add := func(a string) {
-		for _, o := range out {
-			if o == a {
-				return
-			}
+		if !slices.Contains(out, a) {
+			out = append(out, a)
 		}
-		out = append(out, a)
 	}
 	for _, k := range keys {
 		if k.Type() == ssh.KeyAlgoRSA {

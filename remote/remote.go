@@ -235,13 +235,9 @@ func (p *Pool) auth(t Target) ([]ssh.AuthMethod, func(), error) {
 	var signers []ssh.Signer
 	closeAgent := func() {}
 	if t.PrivateKeyPath != "" {
-		path := t.PrivateKeyPath
-		if rest, ok := strings.CutPrefix(path, "~/"); ok {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return nil, nil, errcode.Wrap(errcode.Invalid, "remote: private key "+path, err)
-			}
-			path = filepath.Join(home, rest)
+		path, err := expandHome(t.PrivateKeyPath)
+		if err != nil {
+			return nil, nil, errcode.Wrap(errcode.Invalid, "remote: private key", err)
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -280,6 +276,19 @@ func (p *Pool) auth(t Target) ([]ssh.AuthMethod, func(), error) {
 		return nil, nil, errcode.New(errcode.Invalid, fmt.Sprintf("remote: no SSH key: set privateKeyPath or load a key into an SSH agent (%s)", why))
 	}
 	return []ssh.AuthMethod{ssh.PublicKeys(signers...)}, closeAgent, nil
+}
+
+// expandHome expands a leading ~/ to the home directory.
+func expandHome(path string) (string, error) {
+	rest, ok := strings.CutPrefix(path, "~/")
+	if !ok {
+		return path, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return filepath.Join(home, rest), nil
 }
 
 // keysTried describes the keys offered, for an authentication failure.

@@ -5,12 +5,12 @@
 //
 //	raw, err := host.ReadFile(ctx, "/etc/rancher/k3s/k3s.yaml") // as root
 //	kc, err := kubeconfig.Rewrite(raw, "https://10.0.0.10:6443", "lab")
-//	err = kubeconfig.Merge(filepath.Join(home, ".kube", "config"), kc)
+//	err = kubeconfig.Merge(ctx, filepath.Join(home, ".kube", "config"), kc)
 //	cl, err := kubeconfig.Client(kc)
 //	err = cl.Ready(ctx)           // GET /readyz answered "ok"
 //	nodes, err := cl.Nodes(ctx)   // Name, Ready, Roles, KubeletVersion, …
 //	// when the cluster is deleted:
-//	err = kubeconfig.Remove(filepath.Join(home, ".kube", "config"), "lab")
+//	err = kubeconfig.Remove(ctx, filepath.Join(home, ".kube", "config"), "lab")
 //
 // # Rewrite
 //

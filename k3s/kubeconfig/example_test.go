@@ -1,6 +1,7 @@
 package kubeconfig_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -62,7 +63,7 @@ func ExampleMerge() {
 	lab, _ := kubeconfig.Rewrite([]byte(exampleK3sYAML), "https://10.0.0.10:6443", "lab")
 	edge, _ := kubeconfig.Rewrite([]byte(exampleK3sYAML), "https://10.0.1.10:6443", "edge")
 	for _, kc := range [][]byte{lab, edge} {
-		if err := kubeconfig.Merge(path, kc); err != nil {
+		if err := kubeconfig.Merge(context.Background(), path, kc); err != nil {
 			fmt.Println(err)
 			return
 		}
@@ -80,7 +81,7 @@ func ExampleMerge() {
 	st, _ := os.Stat(path)
 	fmt.Println(st.Mode().Perm())
 
-	if err := kubeconfig.Remove(path, "lab"); err != nil {
+	if err := kubeconfig.Remove(context.Background(), path, "lab"); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -1,6 +1,7 @@
 package kubeconfig
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -52,9 +53,9 @@ func Write(path string, data []byte) error {
 //
 // Merge and Remove take the file's lock as kubectl does (path + ".lock",
 // created exclusively, removed after), waiting up to a few seconds for
-// another writer before failing with errcode.Conflict; calls in one
-// process are serialised.
-func Merge(path string, data []byte) error {
+// another writer (or until ctx ends) before failing with
+// errcode.Conflict; calls in one process are serialised.
+func Merge(ctx context.Context, path string, data []byte) error {
 	in, err := load(data)
 	if err != nil {
 		return err
@@ -62,7 +63,7 @@ func Merge(path string, data []byte) error {
 	if len(in.Contexts) == 0 {
 		return errcode.New(errcode.Invalid, "kubeconfig: merge: the kubeconfig has no context")
 	}
-	return update(path, func(cfg *clientcmdapi.Config) bool {
+	return update(ctx, path, func(cfg *clientcmdapi.Config) bool {
 		for k, v := range in.Clusters {
 			cfg.Clusters[k] = v
 		}
@@ -86,14 +87,14 @@ func Merge(path string, data []byte) error {
 // or one without any entry named name, is left untouched and is no error.
 // The file is rewritten, and locked, as Merge does; a file that is not a
 // kubeconfig is an error matching errcode.Invalid.
-func Remove(path, name string) error {
+func Remove(ctx context.Context, path, name string) error {
 	if name == "" {
 		return errcode.New(errcode.Invalid, "kubeconfig: remove: empty name")
 	}
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil // nothing to remove, and no directory to create for the lock
 	}
-	return update(path, func(cfg *clientcmdapi.Config) bool {
+	return update(ctx, path, func(cfg *clientcmdapi.Config) bool {
 		_, c := cfg.Clusters[name]
 		_, u := cfg.AuthInfos[name]
 		_, x := cfg.Contexts[name]
@@ -125,12 +126,12 @@ var (
 // update loads the kubeconfig at path (empty when missing), lets change
 // edit it, and writes it back when change reports a change. A missing
 // file stays missing when nothing changed.
-func update(path string, change func(*clientcmdapi.Config) bool) error {
+func update(ctx context.Context, path string, change func(*clientcmdapi.Config) bool) error {
 	fileMu.Lock()
 	defer fileMu.Unlock()
 	// The lock is named after path as given, symbolic link or not, as
 	// kubectl names it; the file read and replaced is the link's target.
-	unlock, err := lock(path)
+	unlock, err := lock(ctx, path)
 	if err != nil {
 		return err
 	}
@@ -162,8 +163,8 @@ func update(path string, change func(*clientcmdapi.Config) bool) error {
 }
 
 // lock takes path's kubectl-style lock file, waiting for another holder
-// for up to lockWait.
-func lock(path string) (unlock func(), err error) {
+// for up to lockWait, or until ctx ends.
+func lock(ctx context.Context, path string) (unlock func(), err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, errcode.Wrap(errcode.Internal, "kubeconfig", err)
 	}
@@ -182,8 +183,9 @@ func lock(path string) (unlock func(), err error) {
 		if time.Now().After(deadline) {
 			return nil, errcode.New(errcode.Conflict, fmt.Sprintf("kubeconfig: %s exists: another kubectl or openctl is writing %s (remove the lock file if no one is)", name, path))
 		}
-		// No context to honour here: the wait is bounded by lockWait.
-		time.Sleep(min(wait.Next(), time.Until(deadline)+time.Millisecond))
+		if err := backoff.Sleep(ctx, min(wait.Next(), time.Until(deadline)+time.Millisecond)); err != nil {
+			return nil, err
+		}
 	}
 }
 

@@ -107,7 +107,7 @@ func TestMerge(t *testing.T) {
 	t.Run("replaces same-named entries, keeps the rest", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "config")
 		require.NoError(t, os.WriteFile(path, userConfig(t), 0o644))
-		require.NoError(t, kubeconfig.Merge(path, lab(t)))
+		require.NoError(t, kubeconfig.Merge(t.Context(), path, lab(t)))
 
 		got, err := os.ReadFile(path)
 		require.NoError(t, err)
@@ -131,7 +131,7 @@ func TestMerge(t *testing.T) {
 	t.Run("missing file is created", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), ".kube")
 		path := filepath.Join(dir, "config")
-		require.NoError(t, kubeconfig.Merge(path, lab(t)))
+		require.NoError(t, kubeconfig.Merge(t.Context(), path, lab(t)))
 		got, err := os.ReadFile(path)
 		require.NoError(t, err)
 		cfg := loadConfig(t, got)
@@ -145,7 +145,7 @@ func TestMerge(t *testing.T) {
 		cfg := loadConfig(t, userConfig(t))
 		cfg.CurrentContext = ""
 		require.NoError(t, os.WriteFile(path, encode(t, cfg), 0o600))
-		require.NoError(t, kubeconfig.Merge(path, lab(t)))
+		require.NoError(t, kubeconfig.Merge(t.Context(), path, lab(t)))
 		got, err := os.ReadFile(path)
 		require.NoError(t, err)
 		assert.Equal(t, "lab", loadConfig(t, got).CurrentContext)
@@ -153,7 +153,7 @@ func TestMerge(t *testing.T) {
 	t.Run("empty file", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "config")
 		require.NoError(t, os.WriteFile(path, nil, 0o600))
-		require.NoError(t, kubeconfig.Merge(path, lab(t)))
+		require.NoError(t, kubeconfig.Merge(t.Context(), path, lab(t)))
 		got, err := os.ReadFile(path)
 		require.NoError(t, err)
 		assert.Equal(t, "lab", loadConfig(t, got).CurrentContext)
@@ -161,10 +161,10 @@ func TestMerge(t *testing.T) {
 	t.Run("again changes nothing", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "config")
 		require.NoError(t, os.WriteFile(path, userConfig(t), 0o600))
-		require.NoError(t, kubeconfig.Merge(path, lab(t)))
+		require.NoError(t, kubeconfig.Merge(t.Context(), path, lab(t)))
 		first, err := os.ReadFile(path)
 		require.NoError(t, err)
-		require.NoError(t, kubeconfig.Merge(path, lab(t)))
+		require.NoError(t, kubeconfig.Merge(t.Context(), path, lab(t)))
 		second, err := os.ReadFile(path)
 		require.NoError(t, err)
 		assert.Equal(t, string(first), string(second))
@@ -172,7 +172,7 @@ func TestMerge(t *testing.T) {
 	t.Run("refuses a file that is not a kubeconfig and leaves it", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "config")
 		require.NoError(t, os.WriteFile(path, []byte("{{{ not yaml"), 0o644))
-		err := kubeconfig.Merge(path, lab(t))
+		err := kubeconfig.Merge(t.Context(), path, lab(t))
 		requireCode(t, err, errcode.Invalid)
 		assert.Contains(t, err.Error(), "left untouched")
 		got, err := os.ReadFile(path)
@@ -183,8 +183,8 @@ func TestMerge(t *testing.T) {
 	})
 	t.Run("refuses data that is not a kubeconfig or has no context", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "config")
-		requireCode(t, kubeconfig.Merge(path, []byte("{{{")), errcode.Invalid)
-		requireCode(t, kubeconfig.Merge(path, []byte("kind: Config\napiVersion: v1\n")), errcode.Invalid)
+		requireCode(t, kubeconfig.Merge(t.Context(), path, []byte("{{{")), errcode.Invalid)
+		requireCode(t, kubeconfig.Merge(t.Context(), path, []byte("kind: Config\napiVersion: v1\n")), errcode.Invalid)
 		assert.NoFileExists(t, path)
 	})
 	t.Run("through a symbolic link", func(t *testing.T) {
@@ -194,7 +194,7 @@ func TestMerge(t *testing.T) {
 		require.NoError(t, os.WriteFile(target, userConfig(t), 0o600))
 		link := filepath.Join(dir, "config")
 		require.NoError(t, os.Symlink(target, link))
-		require.NoError(t, kubeconfig.Merge(link, lab(t)))
+		require.NoError(t, kubeconfig.Merge(t.Context(), link, lab(t)))
 		st, err := os.Lstat(link)
 		require.NoError(t, err)
 		assert.NotZero(t, st.Mode()&os.ModeSymlink, "the link is kept")
@@ -210,7 +210,7 @@ func TestMerge(t *testing.T) {
 		for i := range 8 {
 			wg.Go(func() {
 				name := fmt.Sprintf("c%d", i)
-				assert.NoError(t, kubeconfig.Merge(path, oneCluster(t, name, "https://10.0.0."+fmt.Sprint(i+1)+":6443")))
+				assert.NoError(t, kubeconfig.Merge(t.Context(), path, oneCluster(t, name, "https://10.0.0."+fmt.Sprint(i+1)+":6443")))
 			})
 		}
 		wg.Wait()
@@ -227,20 +227,20 @@ func TestMergeLock(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "config")
 		require.NoError(t, os.WriteFile(path, userConfig(t), 0o600))
 		require.NoError(t, os.WriteFile(path+".lock", nil, 0o600))
-		err := kubeconfig.Merge(path, lab(t))
+		err := kubeconfig.Merge(t.Context(), path, lab(t))
 		requireCode(t, err, errcode.Conflict)
 		assert.Contains(t, err.Error(), path+".lock")
 		got, err := os.ReadFile(path)
 		require.NoError(t, err)
 		assert.Equal(t, string(userConfig(t)), string(got), "unchanged")
 		assert.FileExists(t, path+".lock", "someone else's lock is not removed")
-		requireCode(t, kubeconfig.Remove(path, "lab"), errcode.Conflict)
+		requireCode(t, kubeconfig.Remove(t.Context(), path, "lab"), errcode.Conflict)
 	})
 	t.Run("waits for a lock to be released", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "config")
 		require.NoError(t, os.WriteFile(path+".lock", nil, 0o600))
 		done := make(chan error, 1)
-		go func() { done <- kubeconfig.Merge(path, lab(t)) }()
+		go func() { done <- kubeconfig.Merge(t.Context(), path, lab(t)) }()
 		// Merge cannot finish while the lock is held.
 		select {
 		case err := <-done:
@@ -262,7 +262,7 @@ func TestRemove(t *testing.T) {
 	t.Run("removes exactly the named entries", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "config")
 		require.NoError(t, os.WriteFile(path, userConfig(t), 0o644))
-		require.NoError(t, kubeconfig.Remove(path, "lab"))
+		require.NoError(t, kubeconfig.Remove(t.Context(), path, "lab"))
 		got, err := os.ReadFile(path)
 		require.NoError(t, err)
 		cfg := loadConfig(t, got)
@@ -277,9 +277,9 @@ func TestRemove(t *testing.T) {
 	})
 	t.Run("clears the current context when it was name", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "config")
-		require.NoError(t, kubeconfig.Merge(path, lab(t)))
-		require.NoError(t, kubeconfig.Merge(path, oneCluster(t, "prod", "https://prod.example:6443")))
-		require.NoError(t, kubeconfig.Remove(path, "lab"))
+		require.NoError(t, kubeconfig.Merge(t.Context(), path, lab(t)))
+		require.NoError(t, kubeconfig.Merge(t.Context(), path, oneCluster(t, "prod", "https://prod.example:6443")))
+		require.NoError(t, kubeconfig.Remove(t.Context(), path, "lab"))
 		got, err := os.ReadFile(path)
 		require.NoError(t, err)
 		cfg := loadConfig(t, got)
@@ -291,8 +291,8 @@ func TestRemove(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "config")
 		before := loadConfig(t, oneCluster(t, "prod", "https://prod.example:6443"))
 		require.NoError(t, os.WriteFile(path, encode(t, before), 0o600))
-		require.NoError(t, kubeconfig.Merge(path, lab(t)))
-		require.NoError(t, kubeconfig.Remove(path, "lab"))
+		require.NoError(t, kubeconfig.Merge(t.Context(), path, lab(t)))
+		require.NoError(t, kubeconfig.Remove(t.Context(), path, "lab"))
 		got, err := os.ReadFile(path)
 		require.NoError(t, err)
 		assert.Equal(t, string(encode(t, before)), string(got))
@@ -302,7 +302,7 @@ func TestRemove(t *testing.T) {
 		// Formatting that a rewrite would change, to see that none happened.
 		orig := "# mine\n" + string(oneCluster(t, "prod", "https://prod.example:6443"))
 		require.NoError(t, os.WriteFile(path, []byte(orig), 0o644))
-		require.NoError(t, kubeconfig.Remove(path, "lab"))
+		require.NoError(t, kubeconfig.Remove(t.Context(), path, "lab"))
 		got, err := os.ReadFile(path)
 		require.NoError(t, err)
 		assert.Equal(t, orig, string(got))
@@ -311,13 +311,13 @@ func TestRemove(t *testing.T) {
 	t.Run("missing file", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), ".kube")
 		path := filepath.Join(dir, "config")
-		require.NoError(t, kubeconfig.Remove(path, "lab"))
+		require.NoError(t, kubeconfig.Remove(t.Context(), path, "lab"))
 		assert.NoDirExists(t, dir, "nothing created")
 	})
 	t.Run("refuses", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "config")
-		requireCode(t, kubeconfig.Remove(path, ""), errcode.Invalid)
+		requireCode(t, kubeconfig.Remove(t.Context(), path, ""), errcode.Invalid)
 		require.NoError(t, os.WriteFile(path, []byte("{{{"), 0o600))
-		requireCode(t, kubeconfig.Remove(path, "lab"), errcode.Invalid)
+		requireCode(t, kubeconfig.Remove(t.Context(), path, "lab"), errcode.Invalid)
 	})
 }

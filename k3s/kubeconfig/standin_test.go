@@ -64,8 +64,8 @@ func TestStandin(t *testing.T) {
 	// Into a user's kubeconfig that has another cluster, then used from
 	// there: the file is what a user's kubectl would read.
 	home := filepath.Join(t.TempDir(), ".kube", "config")
-	require.NoError(t, kubeconfig.Merge(home, oneCluster(t, "prod", "https://prod.example:6443")))
-	require.NoError(t, kubeconfig.Merge(home, kc))
+	require.NoError(t, kubeconfig.Merge(t.Context(), home, oneCluster(t, "prod", "https://prod.example:6443")))
+	require.NoError(t, kubeconfig.Merge(t.Context(), home, kc))
 	merged, err := os.ReadFile(home)
 	require.NoError(t, err)
 	mcfg := loadConfig(t, merged)
