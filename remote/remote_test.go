@@ -377,5 +377,5 @@ func TestWriteFileCancelled(t *testing.T) {
 	require.Eventually(t, func() bool {
 		out, err := f.host.Run(ctx, "sh", "-c", "ls -a /srv; cat /srv/big")
 		return err == nil && string(out) == ".\n..\nbig\nold\n"
-	}, 5*time.Second, 50*time.Millisecond, "the old content, no temporary file")
+	}, 15*time.Second, 50*time.Millisecond, "the old content, no temporary file")
 }
