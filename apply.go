@@ -2,6 +2,7 @@ package openctl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -88,10 +89,8 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 		ctx = registry.WithChildRecorder(ctx, kids)
 	}
 
-	var resolved *manifest.Resource
-	if _, err := e.retry(ctx, id, "apply", func(ctx context.Context) error {
-		return e.safe("resolve", id, func() (err error) { resolved, err = refs.Resolve(ctx, getter{e}, n.res); return err })
-	}); err != nil {
+	resolved, err := e.resolveForApply(ctx, n)
+	if err != nil {
 		return fail(err)
 	}
 	rec, err := e.store.Get(ctx, id)
@@ -206,6 +205,46 @@ func (e *Engine) get(ctx context.Context, n *node, op string) (*manifest.Resourc
 		return e.safe("get", n.id, func() (err error) { live, err = n.prov.Get(ctx, n.id); return err })
 	})
 	return live, err
+}
+
+// resolveForApply resolves n's $refs. A field its target's kind declares
+// (registry.Kind.Fields) but the target does not report yet — a VM's host
+// key before its guest agent answers — is waited for like readiness: the
+// target is read again with backoff until it has the field or the ready
+// timeout passes, each wait reported as an EventWaiting.
+func (e *Engine) resolveForApply(ctx context.Context, n *node) (*manifest.Resource, error) {
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, e.ready.Timeout)
+	defer cancel()
+	b := backoff.Policy{Initial: e.ready.Initial, Max: e.ready.Max, Multiplier: 1.5, Jitter: 0.1}.Start()
+	for {
+		var resolved *manifest.Resource
+		_, err := e.retry(ctx, n.id, "apply", func(ctx context.Context) error {
+			return e.safe("resolve", n.id, func() (err error) { resolved, err = refs.Resolve(ctx, getter{e}, n.res); return err })
+		})
+		var rerr *refs.Error
+		if err == nil || !errors.Is(err, refs.ErrFieldNotFound) || !errors.As(err, &rerr) || !e.declares(rerr.Target, rerr.Field) {
+			if err != nil && parent.Err() == nil && ctx.Err() != nil {
+				return nil, fmt.Errorf("%w (waited %s for it)", err, e.ready.Timeout)
+			}
+			return resolved, err
+		}
+		e.emit(Event{Type: EventWaiting, ID: n.id, Op: "apply", Step: fmt.Sprintf("waiting for %s to report %s", rerr.Target.Short(), rerr.Field)})
+		if werr := b.Wait(ctx); werr != nil {
+			if parent.Err() == nil {
+				return nil, fmt.Errorf("%w (waited %s for it)", err, e.ready.Timeout)
+			}
+			return nil, fmt.Errorf("%w (%v)", context.Cause(parent), err)
+		}
+	}
+}
+
+// declares reports whether id's kind lists field among the fields it can
+// have (registry.Kind.Fields), explicitly: a kind that declares none
+// promises nothing.
+func (e *Engine) declares(id manifest.ID, field string) bool {
+	_, kind, err := e.reg.Lookup(id)
+	return err == nil && len(kind.Fields) > 0 && kind.HasField(field)
 }
 
 // waitReady polls a ReadyChecker provider until the resource is ready, an

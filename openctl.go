@@ -37,7 +37,10 @@ type Engine struct {
 
 // ReadyPolicy controls how the engine waits for a resource whose provider
 // implements registry.ReadyChecker: it polls with capped exponential
-// backoff until the resource is ready or Timeout passes.
+// backoff until the resource is ready or Timeout passes. Apply waits the
+// same way for a $ref's target to report a field its kind declares
+// (registry.Kind.Fields) but does not have yet, such as a new VM's
+// status.sshHostKey before its guest agent answers.
 type ReadyPolicy struct {
 	Timeout time.Duration // default 10m
 	Initial time.Duration // first poll interval, default 250ms

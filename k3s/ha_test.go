@@ -30,10 +30,7 @@ func TestHACluster(t *testing.T) {
 	start := time.Now()
 	rep, err := e.engine.Apply(ctx, c)
 	if err != nil {
-		for _, h := range append(servers, a1, a2) {
-			out, _ := h.Run(ctx, "sh", "-c", "journalctl -u k3s -n 30 --no-pager 2>/dev/null; journalctl -u k3s-agent -n 30 --no-pager 2>/dev/null; tail -n 30 /var/log/k3s*.log 2>/dev/null; cat /etc/systemd/system/k3s*.env /etc/rancher/k3s/*.env 2>/dev/null | sed 's/=.*/=.../'")
-			t.Logf("%s:\n%s", h.Name(), out)
-		}
+		dumpLogs(ctx, t, append(servers, a1, a2)...)
 	}
 	require.NoError(t, err)
 	wall := time.Since(start)

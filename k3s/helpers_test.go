@@ -21,6 +21,7 @@ import (
 	"github.com/openctl/openctl/k3s"
 	"github.com/openctl/openctl/k3s/k3stest"
 	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/registry"
 	"github.com/openctl/openctl/remote"
 	"github.com/openctl/openctl/state"
 )
@@ -75,7 +76,9 @@ func (e *env) takeSteps() []string {
 	return s
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv is the K3s provider on a new test network behind an engine that
+// also serves others.
+func newEnv(t *testing.T, others ...registry.Provider) *env {
 	t.Helper()
 	dir := binaryDir(t)
 	n := k3stest.NewNetwork(t)
@@ -96,7 +99,7 @@ func newEnv(t *testing.T) *env {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Close() })
 	st := state.NewMemory()
-	e, err := openctl.New(openctl.WithProviders(p), openctl.WithStore(st), openctl.WithRetry(backoff.Policy{Initial: 100 * time.Millisecond, Max: time.Second}))
+	e, err := openctl.New(openctl.WithProviders(append(others, p)...), openctl.WithStore(st), openctl.WithRetry(backoff.Policy{Initial: 100 * time.Millisecond, Max: time.Second}))
 	require.NoError(t, err)
 	en.prov, en.engine, en.store = p, e, st
 	return en
@@ -143,4 +146,14 @@ func fileSum(path string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// dumpLogs logs the end of k3s's log on each host and its env files'
+// variable names, to explain a failed apply.
+func dumpLogs(ctx context.Context, t *testing.T, hosts ...*k3stest.Host) {
+	t.Helper()
+	for _, h := range hosts {
+		out, _ := h.Run(ctx, "sh", "-c", "journalctl -u k3s -n 30 --no-pager 2>/dev/null; journalctl -u k3s-agent -n 30 --no-pager 2>/dev/null; tail -n 30 /var/log/k3s*.log 2>/dev/null; cat /etc/systemd/system/k3s*.env /etc/rancher/k3s/*.env 2>/dev/null | sed 's/=.*/=.../'")
+		t.Logf("%s:\n%s", h.Name(), out)
+	}
 }

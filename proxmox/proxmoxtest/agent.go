@@ -86,6 +86,16 @@ func (s *Server) agentNetwork(q *request) (any, *apiError) {
 	return map[string]any{"result": ifaces}, nil
 }
 
+// guestIPv4 is the address the guest's first interface has: its static
+// cloud-init address, else its DHCP lease.
+func guestIPv4(v *vm) string {
+	_, ipc := propList(v.conf["ipconfig0"])
+	if m := ipCIDRRe.FindStringSubmatch(ipc["ip"]); m != nil {
+		return m[1]
+	}
+	return v.ip
+}
+
 // linkLocal is the EUI-64 IPv6 link-local address of mac.
 func linkLocal(mac string) string {
 	var b [6]byte
@@ -122,10 +132,16 @@ func (s *Server) agentFileRead(q *request) (any, *apiError) {
 	var content string
 	switch file {
 	case HostKeyPath:
-		if v.hostKey == nil {
+		key := v.hostKey
+		if s.cfg.hostKeys != nil {
+			if k, ok := s.cfg.hostKeys(guestIPv4(v)); ok {
+				key = k
+			}
+		}
+		if key == nil {
 			return nil, errf("Agent error: Failed to open file '%s': No such file or directory", file)
 		}
-		content = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(v.hostKey))) + " root@" + v.conf["name"] + "\n"
+		content = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key))) + " root@" + v.conf["name"] + "\n"
 	case "/etc/hostname":
 		content = v.conf["name"] + "\n"
 	default:

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // Latencies are the simulated durations of Proxmox operations at speed 1.
@@ -75,6 +77,7 @@ type config struct {
 	logger    *slog.Logger
 	hook      func(RequestInfo)
 	storages  []storageDef
+	hostKeys  func(ip string) (ssh.PublicKey, bool)
 }
 
 func defaultConfig() config {
@@ -153,6 +156,15 @@ func WithLogger(l *slog.Logger) Option {
 // concurrent use. Schema checks use it to see every accepted request.
 func WithRequestHook(hook func(RequestInfo)) Option {
 	return func(c *config) error { c.hook = hook; return nil }
+}
+
+// WithGuestHostKeys makes a guest whose IPv4 address (its static
+// cloud-init address, else its DHCP lease) is one hostKey knows serve that
+// key in /etc/ssh/ssh_host_ed25519_key.pub instead of its own. Tests that
+// stand real SSH servers in for the simulated VMs use it, so that the keys
+// the guest agent reports are the ones those servers present.
+func WithGuestHostKeys(hostKey func(ip string) (ssh.PublicKey, bool)) Option {
+	return func(c *config) error { c.hostKeys = hostKey; return nil }
 }
 
 // WithSharedStorage adds a storage shared by all nodes (an RBD pool named

@@ -1,0 +1,94 @@
+package openctl_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/openctl/openctl"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/refs"
+	"github.com/openctl/openctl/registry"
+)
+
+// lateFieldProvider's Things declare status.hostKey, which a Thing only
+// reports from its readsUntilKey-th read on, as a VM reports its host key
+// once its guest agent answers.
+type lateFieldProvider struct {
+	*testProvider
+	declare       []string
+	readsUntilKey int64
+	reads         atomic.Int64
+}
+
+func (p *lateFieldProvider) Kinds() []registry.Kind {
+	return []registry.Kind{{Kind: "Thing", Plural: "things", Fields: p.declare}}
+}
+
+func (p *lateFieldProvider) Get(ctx context.Context, id manifest.ID) (*manifest.Resource, error) {
+	r, err := p.testProvider.Get(ctx, id)
+	if err != nil || id.Name != "vm" {
+		return r, err
+	}
+	if p.reads.Add(1) >= p.readsUntilKey {
+		r.Status["hostKey"] = "ssh-ed25519 AAAA"
+	}
+	return r, nil
+}
+
+// TestApplyWaitsForDeclaredField: a $ref to a field the target's kind
+// declares but the target does not report yet is waited for, reported as
+// waiting; one that never comes fails after the ready timeout; a field of
+// a kind that declares none fails at once.
+func TestApplyWaitsForDeclaredField(t *testing.T) {
+	ctx := t.Context()
+	rs := func() []*manifest.Resource {
+		return []*manifest.Resource{thing("vm", nil), thing("node", map[string]any{"hostKey": ref("vm", "status.hostKey")})}
+	}
+	t.Run("appears", func(t *testing.T) {
+		p := &lateFieldProvider{testProvider: newTestProvider(), declare: []string{"spec", "status.ip", "status.hostKey"}, readsUntilKey: 3}
+		var log eventLog
+		e := newEngine(t, p, openctl.WithObserver(log.observe), openctl.WithReadyPolicy(openctl.ReadyPolicy{Timeout: 10 * time.Second, Initial: time.Millisecond, Max: 5 * time.Millisecond}))
+		_, err := e.Apply(ctx, rs()...)
+		require.NoError(t, err)
+		f, err := e.Get(ctx, thingID("node"))
+		require.NoError(t, err)
+		assert.Equal(t, "ssh-ed25519 AAAA", f.Resource.Spec["hostKey"])
+		var waits []string
+		for _, ev := range log.events {
+			if ev.Type == openctl.EventWaiting && ev.ID == thingID("node") {
+				waits = append(waits, ev.Step)
+			}
+		}
+		require.NotEmpty(t, waits)
+		for _, w := range waits {
+			assert.Equal(t, "waiting for Thing/vm to report status.hostKey", w)
+		}
+	})
+	t.Run("never", func(t *testing.T) {
+		p := &lateFieldProvider{testProvider: newTestProvider(), declare: []string{"spec", "status.ip", "status.hostKey"}, readsUntilKey: 1 << 40}
+		e := newEngine(t, p, openctl.WithReadyPolicy(openctl.ReadyPolicy{Timeout: 200 * time.Millisecond, Initial: time.Millisecond, Max: 20 * time.Millisecond}))
+		start := time.Now()
+		_, err := e.Apply(ctx, rs()...)
+		require.Error(t, err)
+		assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
+		assert.True(t, errors.Is(err, refs.ErrFieldNotFound), "%v", err)
+		assert.Contains(t, err.Error(), "$ref to Thing/vm field status.hostKey: field not found (waited 200ms for it)")
+		assert.Greater(t, p.reads.Load(), int64(2))
+	})
+	t.Run("undeclared", func(t *testing.T) {
+		p := &lateFieldProvider{testProvider: newTestProvider(), readsUntilKey: 3}
+		e := newEngine(t, p, openctl.WithReadyPolicy(openctl.ReadyPolicy{Timeout: time.Minute}))
+		start := time.Now()
+		_, err := e.Apply(ctx, rs()...)
+		require.Error(t, err)
+		assert.Less(t, time.Since(start), 5*time.Second, "no wait for a kind that declares no fields")
+		assert.True(t, errors.Is(err, refs.ErrFieldNotFound), "%v", err)
+		assert.NotContains(t, err.Error(), "waited")
+	})
+}
