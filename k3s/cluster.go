@@ -323,6 +323,16 @@ func k3sSpecMap(k K3sSpec) map[string]any {
 	if len(k.ExtraArgs) > 0 {
 		m["extraArgs"] = toAny(k.ExtraArgs)
 	}
+	if in := k.Install; in != nil {
+		im := map[string]any{}
+		if in.Method != "" {
+			im["method"] = in.Method
+		}
+		if in.ScriptURL != "" {
+			im["scriptURL"] = in.ScriptURL
+		}
+		m["install"] = im
+	}
 	return m
 }
 

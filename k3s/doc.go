@@ -50,7 +50,13 @@
 //     command line) and its environment file, mode 0600, holding the
 //     tokens, which are never on a command line or in a log; again only
 //     what differs. The first server's tokens are generated once (32 hex
-//     digits, not bootstrap-shaped) and kept.
+//     digits, not bootstrap-shaped) and kept. With spec.k3s.install
+//     method "script" the node fetches the install script (https) and
+//     runs it instead, with INSTALL_K3S_VERSION, the flags as arguments,
+//     INSTALL_K3S_SKIP_START=true and the tokens from a 0600 file it
+//     removes at once; again only when the version, flags or tokens
+//     changed (a hash of them is kept on the node) or the installed
+//     binary reports another version.
 //  4. (Re)starts the service without waiting — k3s's unit has
 //     TimeoutStartSec=0, so a blocking restart can hang forever — only
 //     when something changed or it is stopped, and polls readiness with a

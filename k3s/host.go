@@ -24,6 +24,9 @@ const (
 	tokenPath     = dataDir + "/server/token"
 	agentTokPath  = dataDir + "/server/agent-token"
 	manifestsDir  = dataDir + "/server/manifests"
+	// installedPath records, on a node installed by the install script,
+	// the hash of what it was run with (installHash).
+	installedPath = "/etc/rancher/k3s/openctl-install.sha256"
 )
 
 // The init systems a node can have.
@@ -43,6 +46,8 @@ type probe struct {
 	unit    string // sha256 of the service's unit or init script
 	active  bool   // the service runs
 	version string // k3s --version's first line's version; "" when absent
+	// installed is the installHash the install script last ran with.
+	installed string
 }
 
 // probeScript prints key=value lines for a service name ($1).
@@ -62,6 +67,7 @@ openrc) echo "unit=$(sum /etc/init.d/$svc)"; echo "env=$(sum /etc/rancher/k3s/$s
 esac
 [ -x ` + binPath + ` ] && echo "version=$(` + binPath + ` --version 2>/dev/null | head -n1 | cut -d' ' -f3)"
 echo "vip=$(sum ` + kubeVIPPath + `)"
+echo "installed=$(cat ` + installedPath + ` 2>/dev/null)"
 echo "iface=$(ip -o addr show 2>/dev/null | awk -v a="$addr" '{split($4, p, "/"); if (p[1] == a) {print $2; exit}}')"
 exit 0`
 
@@ -93,6 +99,8 @@ func probeHost(ctx context.Context, h *remote.Host, svc, addr string) (*probe, e
 			p.vip = v
 		case "iface":
 			p.iface = v
+		case "installed":
+			p.installed = v
 		}
 	}
 	if p.init == "" {
@@ -315,6 +323,62 @@ func existingTokens(ctx context.Context, h *remote.Host, path string) (token, ag
 		}
 	}
 	return token, agentToken, nil
+}
+
+// installHash identifies an install script run: the script, the version,
+// the arguments and the environment (tokens included, hashed).
+func installHash(url, version string, args []string, env []byte) string {
+	return sha256Hex(fmt.Appendf(nil, "%s\n%s\n%q\n%s", url, version, args, env))
+}
+
+// installScriptRun fetches the install script ($1: its URL) on the node
+// and runs it with the variables of the file $2 (0600, tokens: removed at
+// once, so they never appear on a command line), INSTALL_K3S_VERSION
+// ($3) and INSTALL_K3S_SKIP_START (openctl starts the service itself,
+// without blocking), the command and flags after them; then records $4 in
+// installedPath.
+const installScriptRun = `url=$1 vars=$2 version=$3 want=$4
+shift 4
+set -a; . "$vars"; set +a
+rm -f "$vars"
+script=$(mktemp)
+trap 'rm -f "$script"' EXIT
+if command -v curl >/dev/null 2>&1; then curl -sSfL --proto =https -o "$script" "$url"
+elif command -v wget >/dev/null 2>&1; then wget -q --https-only -O "$script" "$url"
+else echo "neither curl nor wget is installed to fetch $url" >&2; exit 1; fi
+INSTALL_K3S_VERSION=$version INSTALL_K3S_SKIP_START=true sh "$script" "$@"
+mkdir -p "$(dirname ` + installedPath + `)"
+echo "$want" > ` + installedPath
+
+// installByScript runs the install script on the node unless it already
+// ran with the same script, version, arguments and environment and the
+// installed k3s reports the version.
+func installByScript(ctx context.Context, h *remote.Host, pr *probe, s *NodeSpec, args []string, env []byte) (bool, error) {
+	url := s.K3s.scriptURL()
+	want := installHash(url, s.K3s.Version, args, env)
+	if pr.installed == want && pr.version == s.K3s.Version {
+		return false, nil
+	}
+	vars := "/run/openctl-k3s-install.env"
+	if err := h.WriteFile(ctx, vars, 0o600, bytes.NewReader(env)); err != nil {
+		return false, err
+	}
+	cmd := "server"
+	if s.Role == RoleAgent {
+		cmd = "agent"
+	}
+	words := []string{url, vars, s.K3s.Version, want, cmd}
+	var b strings.Builder
+	b.WriteString("set -- ")
+	for i, w := range append(words, args...) {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(remote.Quote(w))
+	}
+	b.WriteString("\n" + installScriptRun)
+	_, err := h.Run(ctx, remote.Command{Step: "run the install script", Script: b.String()})
+	return true, err
 }
 
 // upload copies the binary to the host unless it is there already.

@@ -86,10 +86,6 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 	if err != nil {
 		return nil, p.nodeErr(name, "inspect", err)
 	}
-	bin, err := p.bins.get(ctx, s.K3s.Version, pr.uname)
-	if err != nil {
-		return nil, p.nodeErr(name, "find the k3s binary", err)
-	}
 	token, agentToken := s.Token, s.AgentToken
 	if s.Init {
 		// The first server's tokens: what it has, else what the spec
@@ -102,20 +98,26 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 		agentToken = firstOf(haveAgent, password(agentToken), newPassword())
 	}
 	env := envFile(s.Role, token, agentToken)
-	unit := unitFile(pr.init, s.Role, nodeArgs(name, s))
+	args := nodeArgs(name, s)
 
 	changed := false
 	registry.ReportStep(ctx, "installing k3s "+s.K3s.Version)
-	if up, err := upload(ctx, h, bin, pr.binary); err != nil {
-		return nil, p.nodeErr(name, "upload the k3s binary", err)
-	} else if up {
-		changed = true
-	}
-	if pr.env != sha256Hex(env) {
-		if err := h.WriteFile(ctx, envPath(pr.init, s.Role), 0o600, bytes.NewReader(env)); err != nil {
-			return nil, p.nodeErr(name, "write the service's environment", err)
+	if s.K3s.method() == InstallUpload {
+		bin, err := p.bins.get(ctx, s.K3s.Version, pr.uname)
+		if err != nil {
+			return nil, p.nodeErr(name, "find the k3s binary", err)
 		}
-		changed = true
+		if up, err := upload(ctx, h, bin, pr.binary); err != nil {
+			return nil, p.nodeErr(name, "upload the k3s binary", err)
+		} else if up {
+			changed = true
+		}
+		if pr.env != sha256Hex(env) {
+			if err := h.WriteFile(ctx, envPath(pr.init, s.Role), 0o600, bytes.NewReader(env)); err != nil {
+				return nil, p.nodeErr(name, "write the service's environment", err)
+			}
+			changed = true
+		}
 	}
 	if s.Role == RoleServer && s.VIP != nil {
 		// Before k3s starts: it applies server/manifests at start-up.
@@ -129,7 +131,15 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 			}
 		}
 	}
-	if pr.unit != sha256Hex(unit) {
+	if s.K3s.method() == InstallScript {
+		// The script writes the binary, the environment file (from the
+		// K3S_* variables) and the service; it starts nothing.
+		ran, err := installByScript(ctx, h, pr, s, args, env)
+		if err != nil {
+			return nil, p.nodeErr(name, "run the install script", err)
+		}
+		changed = changed || ran
+	} else if unit := unitFile(pr.init, s.Role, args); pr.unit != sha256Hex(unit) {
 		mode := 0o644
 		if pr.init == initOpenRC {
 			mode = 0o755
@@ -390,6 +400,10 @@ else
   rm -f /etc/init.d/$svc /var/log/$svc.log
 fi
 pkill -KILL -x k3s-server 2>/dev/null || true
+for l in kubectl crictl ctr; do
+  case $(readlink /usr/local/bin/$l 2>/dev/null) in k3s|*/k3s) rm -f /usr/local/bin/$l ;; esac
+done
+rm -f /usr/local/bin/k3s-killall.sh /usr/local/bin/$svc-uninstall.sh
 rm -rf /etc/rancher/k3s /run/k3s /run/flannel ` + dataDir + ` /var/lib/kubelet ` + binPath + `
 exit 0`
 

@@ -172,6 +172,9 @@ func TestClusterSpecErrors(t *testing.T) {
 		{"unknown field", "  ssh:\n", "  shh: {}\n  ssh:\n", "spec.shh: Cluster lab: unknown field"},
 		{"disable", "[traefik]", "[trafik]", `spec.k3s.disable[0]: Cluster lab: must be one of`},
 		{"vip", "10.0.0.100", "vip.lab", `spec.vip.address: Cluster lab: not an IP address: "vip.lab"`},
+		{"install method", "[traefik]\n", "[traefik]\n    install: {method: curl}\n", `spec.k3s.install.method: Cluster lab: must be "upload" or "script", got "curl"`},
+		{"install script over http", "[traefik]\n", "[traefik]\n    install: {method: script, scriptURL: 'http://get.k3s.io'}\n", `spec.k3s.install.scriptURL: Cluster lab: must be an https:// URL (the script runs as root on the node), got "http://get.k3s.io"`},
+		{"script URL for an upload", "[traefik]\n", "[traefik]\n    install: {scriptURL: 'https://get.k3s.io'}\n", `spec.k3s.install.scriptURL: Cluster lab: only for method "script"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := p.Validate(t.Context(), decodeOne(t, strings.Replace(hostsCluster, tt.from, tt.to, 1)))

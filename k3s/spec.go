@@ -3,6 +3,7 @@ package k3s
 import (
 	"fmt"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -133,6 +134,48 @@ type K3sSpec struct {
 	Disable []string `json:"disable,omitempty"`
 	// ExtraArgs are further k3s flags for every node ("--kubelet-arg=…").
 	ExtraArgs []string `json:"extraArgs,omitempty"`
+	// Install says how k3s gets onto a node; nil: upload.
+	Install *InstallSpec `json:"install,omitempty"`
+}
+
+// The install methods.
+const (
+	// InstallUpload copies the release's binary from the controller over
+	// SSH (checked against the release's sha256sum-<arch>.txt): nodes
+	// need no internet. The default.
+	InstallUpload = "upload"
+	// InstallScript runs the k3s install script on the node, which
+	// downloads k3s itself (INSTALL_K3S_VERSION, INSTALL_K3S_EXEC).
+	InstallScript = "script"
+)
+
+// DefaultInstallScriptURL is where the install script comes from unless
+// InstallSpec.ScriptURL says otherwise.
+const DefaultInstallScriptURL = "https://get.k3s.io"
+
+// InstallSpec chooses how k3s is installed.
+type InstallSpec struct {
+	// Method is InstallUpload (default) or InstallScript.
+	Method string `json:"method,omitempty"`
+	// ScriptURL is the install script's https:// URL, fetched by the
+	// node (DefaultInstallScriptURL when empty). Script method only.
+	ScriptURL string `json:"scriptURL,omitempty"`
+}
+
+// method is the install method, defaults filled in.
+func (k *K3sSpec) method() string {
+	if k.Install == nil || k.Install.Method == "" {
+		return InstallUpload
+	}
+	return k.Install.Method
+}
+
+// scriptURL is the install script's URL, defaults filled in.
+func (k *K3sSpec) scriptURL() string {
+	if k.Install == nil || k.Install.ScriptURL == "" {
+		return DefaultInstallScriptURL
+	}
+	return k.Install.ScriptURL
 }
 
 // FlannelSpec configures flannel.
@@ -350,6 +393,20 @@ func (k *K3sSpec) validate(p string) error {
 	}
 	if f := k.Flannel; f != nil && f.Backend != "" && !slices.Contains([]string{"vxlan", "host-gw", "wireguard-native", "none"}, f.Backend) {
 		return invalid(p+".flannel.backend", "must be vxlan, host-gw, wireguard-native or none, got %q", f.Backend)
+	}
+	if in := k.Install; in != nil {
+		switch in.Method {
+		case "", InstallUpload:
+			if in.ScriptURL != "" {
+				return invalid(p+".install.scriptURL", "only for method %q", InstallScript)
+			}
+		case InstallScript:
+			if u, err := url.Parse(in.ScriptURL); in.ScriptURL != "" && (err != nil || u.Scheme != "https" || u.Host == "") {
+				return invalid(p+".install.scriptURL", "must be an https:// URL (the script runs as root on the node), got %q", in.ScriptURL)
+			}
+		default:
+			return invalid(p+".install.method", "must be %q or %q, got %q", InstallUpload, InstallScript, in.Method)
+		}
 	}
 	return checkArgs(p+".extraArgs", k.ExtraArgs)
 }
