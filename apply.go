@@ -140,6 +140,9 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 		}
 	}
 
+	if n.kind.ReadsPrior && rec != nil {
+		ctx = registry.WithPrior(ctx, rec.Revealed())
+	}
 	var out *manifest.Resource
 	attempts, err := e.retry(ctx, id, "apply", func(ctx context.Context) error {
 		return e.safe("apply", id, func() (err error) { out, err = n.prov.Apply(ctx, resolved); return err })

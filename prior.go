@@ -36,7 +36,7 @@ func (e *Engine) withPrior(ctx context.Context, id manifest.ID) (context.Context
 	case err != nil:
 		return ctx, &StateError{Op: "read", ID: id, Err: err}
 	}
-	return registry.WithPrior(ctx, rec.Resource()), nil
+	return registry.WithPrior(ctx, rec.Revealed()), nil
 }
 
 // records is registry.Records over the engine's store.

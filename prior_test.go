@@ -2,6 +2,7 @@ package openctl_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -133,4 +134,77 @@ func TestRecordsForProviders(t *testing.T) {
 	live, err = p.Get(ctx, thingID("c"))
 	require.NoError(t, err)
 	assert.Equal(t, []any{"a", "b"}, live.Status["saw"], "sorted by name")
+}
+
+// keyKeeper's Vaults keep, in a secret status field, a key made at their
+// first apply: later applies and reads take it from the prior.
+type keyKeeper struct {
+	*providertest.Fake
+	made int
+}
+
+func (k *keyKeeper) Kinds() []registry.Kind {
+	return []registry.Kind{{Kind: "Vault", Plural: "vaults", ReadsPrior: true, SecretFields: []string{"status.key", "spec.password"}}}
+}
+
+func (k *keyKeeper) key(ctx context.Context) string {
+	if prior := registry.Prior(ctx); prior != nil {
+		if key, _ := prior.Status["key"].(string); key != "" {
+			return key
+		}
+	}
+	k.made++
+	return fmt.Sprintf("key-%d", k.made)
+}
+
+func (k *keyKeeper) Apply(ctx context.Context, r *manifest.Resource) (*manifest.Resource, error) {
+	out := r.DeepCopy()
+	out.Status = map[string]any{"key": k.key(ctx), "password": r.Spec["password"]}
+	k.Fake.Put(out)
+	return out, nil
+}
+
+func (k *keyKeeper) Get(ctx context.Context, id manifest.ID) (*manifest.Resource, error) {
+	live, err := k.Fake.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if prior := registry.Prior(ctx); prior != nil && prior.Spec["password"] != live.Spec["password"] {
+		return nil, errcode.New(errcode.Internal, "the prior's spec lost its secret")
+	}
+	return live, nil
+}
+
+// TestPriorCarriesSecrets: the prior a provider reads holds the record's
+// secret fields in clear, sealed in the state in between; Apply gets it
+// too, so a secret made once is kept.
+func TestPriorCarriesSecrets(t *testing.T) {
+	ctx := t.Context()
+	k := &keyKeeper{Fake: providertest.NewFake("vault", "Vault")}
+	st := state.NewMemory()
+	e := newEngine(t, k, openctl.WithStore(st))
+	vault := func(size int64) *manifest.Resource {
+		return &manifest.Resource{APIVersion: "vault.openctl.io/v1", Kind: "Vault", Metadata: manifest.Metadata{Name: "v"},
+			Spec: map[string]any{"password": "hunter2", "size": size}}
+	}
+	_, err := e.Apply(ctx, vault(1))
+	require.NoError(t, err)
+	rec, err := st.Get(ctx, vault(1).ID())
+	require.NoError(t, err)
+	assert.NotContains(t, rec.Status, "key", "sealed, not in the status")
+	sealed, ok := rec.SecretValue("status.key")
+	require.True(t, ok)
+	assert.Equal(t, "key-1", sealed.Reveal())
+
+	_, err = e.Apply(ctx, vault(2)) // changed: Apply is called again
+	require.NoError(t, err)
+	f, err := e.Get(ctx, vault(2).ID())
+	require.NoError(t, err)
+	assert.Equal(t, "key-1", f.Resource.Status["key"], "made once, kept")
+	assert.Equal(t, 1, k.made)
+
+	rev := rec.Revealed()
+	assert.Equal(t, "key-1", rev.Status["key"])
+	assert.Equal(t, "hunter2", rev.Spec["password"])
+	assert.Equal(t, int64(1), rev.Spec["size"])
 }

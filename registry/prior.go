@@ -9,9 +9,9 @@ import (
 type priorKey struct{}
 
 // WithPrior returns a context carrying prior: the resource as the state
-// last recorded it (spec as written, status as last read). The engine
-// installs it for every Get and Delete of a kind whose Kind.ReadsPrior is
-// set.
+// last recorded it (spec as written, status as last read, secret fields
+// in clear). The engine installs it for every Get, Apply, Delete and
+// action of a kind whose Kind.ReadsPrior is set, when there is a record.
 func WithPrior(ctx context.Context, prior *manifest.Resource) context.Context {
 	return context.WithValue(ctx, priorKey{}, prior)
 }

@@ -85,6 +85,33 @@ func (r *Record) Resource() *manifest.Resource {
 	return res
 }
 
+// Revealed returns the record as a manifest like Resource, with its
+// secret fields (Secrets) put back in clear at their paths under spec and
+// status: the resource as it was last applied. It is for the provider
+// that made the resource (registry.Prior), never for output.
+func (r *Record) Revealed() *manifest.Resource {
+	res := r.Resource()
+	for path, v := range r.Secrets {
+		var m map[string]any
+		rest, ok := strings.CutPrefix(path, "spec.")
+		if ok {
+			if res.Spec == nil {
+				res.Spec = map[string]any{}
+			}
+			m = res.Spec
+		} else if rest, ok = strings.CutPrefix(path, "status."); ok {
+			if res.Status == nil {
+				res.Status = map[string]any{}
+			}
+			m = res.Status
+		} else {
+			continue
+		}
+		_ = manifest.SetField(m, rest, v.Reveal()) // a path split off by the engine: it can be set again
+	}
+	return res
+}
+
 // Clone returns a deep copy of r.
 func (r *Record) Clone() *Record {
 	if r == nil {
