@@ -93,6 +93,9 @@ func (p *Provider) Plan(_ context.Context, r *manifest.Resource) ([]*manifest.Re
 			spec["server"] = nodeRef(first, "status.url")
 			spec["agentToken"] = nodeRef(first, "status.agentToken")
 			spec["kubeconfig"] = nodeRef(first, "status.kubeconfig")
+			if p.cfg.Agent != nil {
+				spec["agentPKI"] = nodeRef(first, "status.agentPKI")
+			}
 			if m.role == RoleServer {
 				spec["token"] = nodeRef(first, "status.token")
 				spec["after"] = []any{nodeRef(prevServer, "status.phase")}
@@ -337,7 +340,9 @@ func k3sSpecMap(k K3sSpec) map[string]any {
 }
 
 // clusterStatus gathers a cluster's status from its nodes' live states.
-func (p *Provider) clusterStatus(ctx context.Context, members []nodeRef, ssh SSHSpec) (map[string]any, error) {
+// With the cluster's agent PKI (a, nil when agents are off), a node is
+// ready only when its agent answers too.
+func (p *Provider) clusterStatus(ctx context.Context, members []nodeRef, ssh SSHSpec, a *agentPKI) (map[string]any, error) {
 	var nodes []any
 	ready := 0
 	st := map[string]any{}
@@ -351,6 +356,16 @@ func (p *Provider) clusterStatus(ctx context.Context, members []nodeRef, ssh SSH
 		ns, err := p.nodeStatus(ctx, h, m.Name, loc)
 		if err != nil {
 			return nil, err
+		}
+		var agentVersion any
+		if a != nil {
+			as, why := p.agentStatus(ctx, m.Address, a)
+			if why != "" && ns["phase"] == PhaseReady {
+				ns["phase"], ns["message"] = PhaseNotReady, why
+			}
+			if as != nil {
+				agentVersion = as["version"]
+			}
 		}
 		if ns["phase"] == PhaseReady {
 			ready++
@@ -366,6 +381,12 @@ func (p *Provider) clusterStatus(ctx context.Context, members []nodeRef, ssh SSH
 		if m.SSHHostKey != "" {
 			n["sshHostKey"] = m.SSHHostKey
 		}
+		if agentVersion != nil {
+			n["agentVersion"] = agentVersion
+		}
+		if msg, ok := ns["message"]; ok && ns["phase"] != PhaseReady {
+			n["message"] = msg
+		}
 		nodes = append(nodes, n)
 		if i == 0 {
 			for _, k := range []string{"token", "agentToken", "kubeconfig"} {
@@ -378,6 +399,13 @@ func (p *Provider) clusterStatus(ctx context.Context, members []nodeRef, ssh SSH
 	}
 	st["nodes"] = nodes
 	st["version"] = version
+	if a != nil {
+		enc, err := a.encode()
+		if err != nil {
+			return nil, err
+		}
+		st["agentPKI"] = enc
+	}
 	st["readyNodes"] = fmt.Sprintf("%d/%d", ready, len(members))
 	if s := sshStatus(ssh); len(s) > 0 {
 		st["ssh"] = s
@@ -417,8 +445,12 @@ func (p *Provider) applyCluster(ctx context.Context, r *manifest.Resource) (*man
 		}
 		refs = append(refs, nodeRef{Name: m.name, Role: m.role, Address: loc.Address, SSHHostKey: loc.SSHHostKey})
 	}
+	a, err := p.clusterPKI(ctx, r.Metadata.Name)
+	if err != nil {
+		return nil, err
+	}
 	read := func() (map[string]any, error) {
-		st, err := p.clusterStatus(ctx, refs, s.SSH)
+		st, err := p.clusterStatus(ctx, refs, s.SSH, a)
 		if err == nil && s.VIP != nil {
 			st["endpoint"] = apiURL(s.VIP.Address)
 		}
@@ -585,7 +617,11 @@ func (p *Provider) getCluster(ctx context.Context, id manifest.ID) (*manifest.Re
 	if err != nil || len(rec.Nodes) == 0 {
 		return nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: %s: its record lists no nodes (never applied?)", id.Short()))
 	}
-	st, err := p.clusterStatus(ctx, rec.Nodes, rec.SSH)
+	a, err := p.clusterPKI(ctx, id.Name)
+	if err != nil {
+		return nil, err
+	}
+	st, err := p.clusterStatus(ctx, rec.Nodes, rec.SSH, a)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,10 @@ import (
 //	    readyTimeout: 10m                   # how long a node may take to be ready
 //	    kubeconfigDir: ~/.openctl/kubeconfigs
 //	    kubeconfig: ~/.kube/config          # what kubeconfig.merge merges into
+//	    agent:                              # openctl's node agent, on every node
+//	      binaryDir: ~/.openctl/cache/agent # openctl-agent-linux-<arch>: `make cross` writes them to bin/
+//	      port: 9443
+//	      enabled: true                     # false: nodes get no agent (day-2 actions refused)
 //
 // The defaults are under openctl's home directory ($OPENCTL_HOME, else
 // ~/.openctl). The provider has no contexts: where each node is comes
@@ -46,6 +50,11 @@ type fileConfig struct {
 	ReadyTimeout  string `yaml:"readyTimeout,omitempty"`
 	KubeconfigDir string `yaml:"kubeconfigDir,omitempty" openctl:"path"`
 	Kubeconfig    string `yaml:"kubeconfig,omitempty" openctl:"path"`
+	Agent         struct {
+		BinaryDir string `yaml:"binaryDir,omitempty" openctl:"path"`
+		Port      int    `yaml:"port,omitempty"`
+		Enabled   *bool  `yaml:"enabled,omitempty"`
+	} `yaml:"agent,omitempty"`
 
 	readyTimeout time.Duration
 }
@@ -64,12 +73,18 @@ func (Driver) DecodeConfig(sec *config.Section) (registry.DriverConfig, error) {
 		}
 		fc.readyTimeout = d
 	}
+	if p := fc.Agent.Port; p < 0 || p > 65535 {
+		return nil, sec.Errorf("agent.port", "want a port number (1-65535), got %d", p)
+	}
 	if home := sec.Home(); home != "" {
 		if fc.BinaryDir == "" {
 			fc.BinaryDir = filepath.Join(home, "cache", "k3s")
 		}
 		if fc.KubeconfigDir == "" {
 			fc.KubeconfigDir = filepath.Join(home, "kubeconfigs")
+		}
+		if fc.Agent.BinaryDir == "" {
+			fc.Agent.BinaryDir = filepath.Join(home, "cache", "agent")
 		}
 	}
 	if home, err := os.UserHomeDir(); err == nil && fc.Kubeconfig == "" {
@@ -95,7 +110,15 @@ func (Driver) Open(_ context.Context, cfg registry.DriverConfig, opts registry.O
 	if fc.BinaryDir == "" {
 		return nil, errcode.New(errcode.Invalid, "k3s: no directory for k3s binaries: set providers.k3s.binaryDir, or OPENCTL_HOME")
 	}
+	var ag *AgentConfig
+	if fc.Agent.Enabled == nil || *fc.Agent.Enabled {
+		if fc.Agent.BinaryDir == "" {
+			return nil, errcode.New(errcode.Invalid, "k3s: no directory for the node agent's binaries: set providers.k3s.agent.binaryDir, or OPENCTL_HOME")
+		}
+		ag = &AgentConfig{BinaryDir: fc.Agent.BinaryDir, Port: fc.Agent.Port}
+	}
 	return New(Config{
+		Agent:         ag,
 		BinaryDir:     fc.BinaryDir,
 		ReleaseURL:    fc.ReleaseURL,
 		Offline:       fc.Offline,

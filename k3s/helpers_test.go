@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -45,6 +46,39 @@ func binaryDir(t *testing.T) string {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(vdir, "sha256sum-amd64.txt"), fmt.Appendf(nil, "%s  k3s\n", sum), 0o600))
 	return dir
+}
+
+var (
+	agentOnce sync.Once
+	agentDir  string
+	agentErr  error
+)
+
+// agentBinaryDir builds the real cmd/openctl-agent, static, once per test
+// binary, into a directory laid out as the provider's Config.Agent wants:
+// openctl-agent-linux-amd64 (the test hosts are this machine).
+func agentBinaryDir(t *testing.T) string {
+	t.Helper()
+	agentOnce.Do(func() {
+		if agentDir, agentErr = os.MkdirTemp("", "k3s-agent-"); agentErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", filepath.Join(agentDir, "openctl-agent-linux-amd64"), "github.com/openctl/openctl/cmd/openctl-agent")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			agentErr = fmt.Errorf("building openctl-agent: %v: %s", err, out)
+		}
+	})
+	require.NoError(t, agentErr)
+	return agentDir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if agentDir != "" {
+		os.RemoveAll(agentDir)
+	}
+	os.Exit(code)
 }
 
 // env is a K3s provider on test hosts behind an engine.
@@ -93,6 +127,7 @@ func newEnv(t *testing.T, others ...registry.Provider) *env {
 		}
 	}
 	en.cfg = k3s.Config{BinaryDir: dir, Offline: true, ReadyTimeout: 2 * time.Minute,
+		Agent:         &k3s.AgentConfig{BinaryDir: agentBinaryDir(t)},
 		KubeconfigDir: t.TempDir(), KubeConfig: filepath.Join(t.TempDir(), "kube", "config"),
 		SSH: remote.Options{OnCommand: record}}
 	p, err := k3s.New(en.cfg)

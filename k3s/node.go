@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/openctl/openctl/agent"
 	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/k3s/kubeconfig"
@@ -159,6 +161,26 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 	st, err := p.waitReady(ctx, h, name, loc, s)
 	if err != nil {
 		return nil, err
+	}
+	a, ok, err := p.nodePKI(ctx, firstOf(s.Cluster, name), s)
+	if err != nil {
+		return nil, p.nodeErr(name, "read the agent PKI", err)
+	}
+	if ok {
+		registry.ReportStep(ctx, "installing the agent")
+		info, err := p.installAgent(ctx, h, pr.init, pr.uname, name, s.Address, a)
+		if err != nil {
+			return nil, p.nodeErr(name, "install the agent", err)
+		}
+		st["agent"] = map[string]any{"version": info.AgentVersion, "address": net.JoinHostPort(s.Address, strconv.Itoa(p.agentPort()))}
+		enc, err := a.encode()
+		if err != nil {
+			return nil, p.nodeErr(name, "keep the agent PKI", err)
+		}
+		st["agentPKI"] = enc
+		if s.Cluster != "" {
+			p.pkis.Store(s.Cluster, a)
+		}
 	}
 	p.locs.Store(name, loc)
 	if s.Cluster != "" {
@@ -384,21 +406,40 @@ func (p *Provider) getNode(ctx context.Context, id manifest.ID) (*manifest.Resou
 	if c, ok := prior.Status["cluster"]; ok {
 		st["cluster"] = c
 	}
+	if a, ok := priorPKI(ctx); ok {
+		st["agentPKI"] = prior.Status["agentPKI"]
+		if c, ok := prior.Status["cluster"].(string); ok {
+			p.pkis.Store(c, a)
+		}
+		as, why := p.agentStatus(ctx, loc.Address, a)
+		if why != "" && st["phase"] == PhaseReady {
+			st["phase"], st["message"] = PhaseNotReady, why
+		}
+		if as != nil {
+			st["agent"] = as
+		}
+	}
 	return &manifest.Resource{APIVersion: id.APIVersion, Kind: id.Kind, Metadata: manifest.Metadata{Name: id.Name, Labels: prior.Metadata.Labels}, Spec: prior.Spec, Status: st}, nil
 }
 
 // uninstallScript stops and removes k3s as the installer's uninstall
-// script does, keeping /etc/rancher/node (the node password).
+// script does, keeping /etc/rancher/node (the node password), and the
+// node's agent.
 const uninstallScript = `svc=$1
 if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
-  systemctl disable --now "$svc" >/dev/null 2>&1 || true
-  rm -f /etc/systemd/system/$svc.service /etc/systemd/system/$svc.service.env
+  for s in "$svc" ` + agent.ServiceName + `; do
+    systemctl disable --now "$s" >/dev/null 2>&1 || true
+    rm -f /etc/systemd/system/$s.service /etc/systemd/system/$s.service.env
+  done
   systemctl daemon-reload
 else
-  rc-service "$svc" stop >/dev/null 2>&1 || true
-  rc-update del "$svc" default >/dev/null 2>&1 || true
-  rm -f /etc/init.d/$svc /var/log/$svc.log
+  for s in "$svc" ` + agent.ServiceName + `; do
+    rc-service "$s" stop >/dev/null 2>&1 || true
+    rc-update del "$s" default >/dev/null 2>&1 || true
+    rm -f /etc/init.d/$s /var/log/$s.log
+  done
 fi
+rm -rf ` + agent.DefaultConfigDir + ` ` + agent.DefaultBinaryPath + `
 pkill -KILL -x k3s-server 2>/dev/null || true
 for l in kubectl crictl ctr; do
   case $(readlink /usr/local/bin/$l 2>/dev/null) in k3s|*/k3s) rm -f /usr/local/bin/$l ;; esac

@@ -56,6 +56,9 @@ type Config struct {
 	SSH remote.Options
 	// Logger receives the provider's log; nil discards it.
 	Logger *slog.Logger
+	// Agent installs openctl's node agent on every node; nil: none, and
+	// the actions that need it are refused.
+	Agent *AgentConfig
 }
 
 // Provider is the K3s provider. It is safe for concurrent use; Close
@@ -70,6 +73,10 @@ type Provider struct {
 	// name: a cluster's Apply, which runs after its nodes', finds them
 	// there.
 	locs sync.Map // string → *location
+	// pkis are the clusters' agent PKIs met while applying or reading
+	// their nodes, by cluster name: a cluster's Apply and Get use them.
+	pkis   sync.Map // string → *agentPKI
+	agents agentClients
 }
 
 var (
@@ -121,8 +128,11 @@ func (p *Provider) located(name string) (*location, bool) {
 	return v.(*location), true
 }
 
-// Close closes the provider's SSH connections.
-func (p *Provider) Close() error { return p.pool.Close() }
+// Close closes the provider's SSH and agent connections.
+func (p *Provider) Close() error {
+	p.closeAgents()
+	return p.pool.Close()
+}
 
 // Pool is the provider's SSH pool: Pool().Opened tells how many
 // connections it made to a host.
@@ -132,7 +142,7 @@ func (p *Provider) Pool() *remote.Pool { return p.pool }
 func (p *Provider) Name() string { return Name }
 
 // nodeSecrets are the secret fields of a Node.
-var nodeSecrets = []string{"spec.token", "spec.agentToken", "spec.kubeconfig", "status.token", "status.agentToken", "status.kubeconfig"}
+var nodeSecrets = []string{"spec.token", "spec.agentToken", "spec.kubeconfig", "spec.agentPKI", "status.token", "status.agentToken", "status.kubeconfig", "status.agentPKI"}
 
 // Kinds returns Cluster, Node and K3sNode.
 func (p *Provider) Kinds() []registry.Kind {
@@ -149,7 +159,7 @@ func (p *Provider) Kinds() []registry.Kind {
 	return []registry.Kind{
 		{
 			Kind: KindCluster, Plural: "clusters", Composite: true, ReadsPrior: true,
-			SecretFields: []string{"status.token", "status.agentToken", "status.kubeconfig"},
+			SecretFields: []string{"status.token", "status.agentToken", "status.kubeconfig", "status.agentPKI"},
 			Columns: []registry.Column{
 				{Name: "PHASE", Field: "status.phase"}, {Name: "VERSION", Field: "status.version"},
 				{Name: "ENDPOINT", Field: "status.endpoint"}, {Name: "NODES", Field: "status.readyNodes"},
@@ -231,7 +241,8 @@ func (p *Provider) Validate(_ context.Context, r *manifest.Resource) error {
 	return unknownKind(r.Kind)
 }
 
-// Actions returns the provider's actions: `kubeconfig` on a Cluster.
+// Actions returns the provider's actions: kubeconfig and status on a
+// Cluster; logs and restart on a Node, through its agent.
 func (p *Provider) Actions() []registry.ActionSpec {
 	return []registry.ActionSpec{{
 		Name: "kubeconfig", Kind: KindCluster,
@@ -239,24 +250,58 @@ func (p *Provider) Actions() []registry.ActionSpec {
 		Long: "Print the kubeconfig of a cluster, read live from its first server and pointed at its endpoint, " +
 			"with its cluster, user and context named after the cluster (or spec.kubeconfig.context). " +
 			"It holds the cluster's admin credentials.",
+	}, {
+		Name: "status", Kind: KindCluster,
+		Short: "Print the cluster's nodes: role, readiness, k3s and agent versions, address",
+		Long:  "Read the cluster live — every node's host, its agent and the Kubernetes API — and print one line per node.",
+	}, {
+		Name: "logs", Kind: KindNode,
+		Short: "Print the last lines of a node's k3s log, through its agent",
+		Args:  []registry.ArgSpec{{Name: "lines", Short: "n", Type: registry.ArgInt, Default: int64(100), Help: "how many lines (1-5000)"}},
+	}, {
+		Name: "restart", Kind: KindNode,
+		Short: "Restart a node's k3s service, through its agent",
 	}}
 }
 
 // Do runs an action.
 func (p *Provider) Do(ctx context.Context, req registry.ActionRequest) (*registry.ActionResult, error) {
-	if req.Action != "kubeconfig" || req.ID.Kind != KindCluster {
-		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("k3s: no action %q on %s", req.Action, req.ID.Kind))
+	switch {
+	case req.ID.Kind == KindCluster && req.Action == "kubeconfig":
+		c, err := p.getCluster(ctx, req.ID)
+		if err != nil {
+			return nil, err
+		}
+		kc, _ := c.Status["kubeconfig"].(string)
+		if kc == "" {
+			return nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: cluster %s has no kubeconfig yet", req.ID.Name))
+		}
+		if _, err := io.WriteString(req.Out, kc); err != nil {
+			return nil, err
+		}
+		return &registry.ActionResult{}, nil
+	case req.ID.Kind == KindCluster && req.Action == "status":
+		c, err := p.getCluster(ctx, req.ID)
+		if err != nil {
+			return nil, err
+		}
+		return &registry.ActionResult{Resource: c}, writeNodeTable(req.Out, c.Status)
+	case (req.ID.Kind == KindNode || req.ID.Kind == KindK3sNode) && (req.Action == "logs" || req.Action == "restart"):
+		c, err := p.nodeAgent(ctx, req.ID)
+		if err != nil {
+			return nil, err
+		}
+		if req.Action == "restart" {
+			if err := c.Restart(ctx); err != nil {
+				return nil, err
+			}
+			return &registry.ActionResult{Message: req.ID.Name + ": k3s restarted"}, nil
+		}
+		lines, _ := req.Args["lines"].(int64)
+		if lines == 0 {
+			lines = 100
+		}
+		return &registry.ActionResult{}, c.Logs(ctx, int(lines), req.Out)
 	}
-	c, err := p.getCluster(ctx, req.ID)
-	if err != nil {
-		return nil, err
-	}
-	kc, _ := c.Status["kubeconfig"].(string)
-	if kc == "" {
-		return nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: cluster %s has no kubeconfig yet", req.ID.Name))
-	}
-	if _, err := io.WriteString(req.Out, kc); err != nil {
-		return nil, err
-	}
-	return &registry.ActionResult{}, nil
+	return nil, errcode.New(errcode.Invalid, fmt.Sprintf("k3s: no action %q on %s", req.Action, req.ID.Kind))
 }

@@ -500,6 +500,10 @@ type NodeSpec struct {
 	Taints []string `json:"taints,omitempty"`
 	// ExtraArgs are further k3s flags for this node.
 	ExtraArgs []string `json:"extraArgs,omitempty"`
+	// AgentPKI is the cluster's agent PKI (a secret), for a node that is
+	// not the first server: a Cluster refers it to the first server's
+	// status.agentPKI.
+	AgentPKI string `json:"agentPKI,omitempty"`
 }
 
 // DecodeNodeSpec decodes and validates a Node's spec. Errors match

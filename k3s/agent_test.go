@@ -1,0 +1,119 @@
+package k3s_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/openctl/openctl"
+	"github.com/openctl/openctl/agent"
+	"github.com/openctl/openctl/agent/pki"
+	"github.com/openctl/openctl/k3s"
+	"github.com/openctl/openctl/k3s/k3stest"
+	"github.com/openctl/openctl/manifest"
+)
+
+// TestAgentRollout: applying a cluster installs openctl's node agent on
+// every node (a systemd server, an OpenRC agent) with a CA of the
+// cluster's own, sealed in state; the cluster is Ready only when every
+// agent answers over mutual TLS. A re-apply checks the agents through
+// the agent, not SSH; a stopped agent is drift that plan shows and apply
+// repairs; the node actions go through it; delete removes it.
+func TestAgentRollout(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	e := newEnv(t)
+	s1 := e.hosts(ctx, t, "ag-s1")[0]
+	a1, err := e.net.AddHost(ctx, "ag-a1", k3stest.HostOptions{Flavour: k3stest.OpenRC})
+	require.NoError(t, err)
+	c := e.cluster("agents", []*k3stest.Host{s1}, []*k3stest.Host{a1})
+	_, err = e.engine.Apply(ctx, c)
+	if err != nil {
+		dumpLogs(ctx, t, s1, a1)
+	}
+	require.NoError(t, err)
+
+	// The PKI is in state, sealed: the first server made it, the other
+	// node has the same (through a $ref to it).
+	nodeID := func(name string) manifest.ID {
+		return manifest.ID{APIVersion: k3s.APIVersion, Kind: k3s.KindNode, Name: name}
+	}
+	rec, err := e.store.Get(ctx, nodeID("ag-s1"))
+	require.NoError(t, err)
+	assert.NotContains(t, rec.Status, "agentPKI", "sealed, not in the clear status")
+	sealed, ok := rec.SecretValue("status.agentPKI")
+	require.True(t, ok)
+	recA, err := e.store.Get(ctx, nodeID("ag-a1"))
+	require.NoError(t, err)
+	sealedA, ok := recA.SecretValue("status.agentPKI")
+	require.True(t, ok)
+	assert.Equal(t, sealed.Reveal(), sealedA.Reveal())
+
+	// A client with the controller's certificate from state reaches each
+	// agent; the agent's certificate names the node.
+	var doc struct{ Accepted, ClientCert, ClientKey string }
+	require.NoError(t, json.Unmarshal([]byte(sealed.Reveal()), &doc))
+	for _, h := range []*k3stest.Host{s1, a1} {
+		cl, err := agent.NewClient(agent.ClientConfig{Address: h.Addr().String() + ":9443", CABundle: []byte(doc.Accepted),
+			CertPEM: []byte(doc.ClientCert), KeyPEM: []byte(doc.ClientKey)})
+		require.NoError(t, err)
+		info, err := cl.Info(ctx)
+		cl.Close()
+		require.NoError(t, err, h.Name())
+		assert.Equal(t, agent.StateActive, info.ServiceState, h.Name())
+		assert.Equal(t, standinVersion, info.K3sVersion, h.Name())
+		out, err := h.Run(ctx, "cat", agent.DefaultConfigDir+"/"+pki.ServerCertFile)
+		require.NoError(t, err)
+		cert, err := pki.ParseCert(out)
+		require.NoError(t, err)
+		assert.NoError(t, cert.VerifyHostname(h.Name()))
+		assert.NoError(t, cert.VerifyHostname(h.Addr().String()))
+	}
+	f, err := e.engine.Get(ctx, c.ID())
+	require.NoError(t, err)
+	assert.Equal(t, k3s.PhaseReady, f.Resource.Status["phase"])
+	for _, n := range f.Resource.Status["nodes"].([]any) {
+		assert.NotEmpty(t, n.(map[string]any)["agentVersion"], n)
+	}
+
+	// A re-apply changes nothing and runs only SSH reads: the agents are
+	// asked over mTLS.
+	e.takeSteps()
+	rep, err := e.engine.Apply(ctx, c)
+	require.NoError(t, err)
+	assert.Equal(t, 3, rep.Count(openctl.OutcomeUnchanged))
+	for _, s := range e.takeSteps() {
+		assert.Contains(t, s, "read the node's state", "a no-op re-apply only reads")
+	}
+
+	// A stopped agent: plan shows it, apply starts it again.
+	_, err = a1.Run(ctx, "rc-service", agent.ServiceName, "stop")
+	require.NoError(t, err)
+	plan, err := e.engine.Plan(ctx, c)
+	require.NoError(t, err)
+	var reasons []string
+	for _, ch := range plan.Changes {
+		if ch.ID.Name == "ag-a1" {
+			reasons = append(reasons, ch.Reasons...)
+		}
+	}
+	require.NotEmpty(t, reasons, "the stopped agent is drift")
+	assert.Contains(t, strings.Join(reasons, "\n"), "its agent does not answer")
+	rep, err = e.engine.Apply(ctx, c)
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Count(openctl.OutcomeUpdated), "the node whose agent stopped")
+	out, err := a1.Run(ctx, "rc-service", agent.ServiceName, "status")
+	require.NoError(t, err)
+	assert.Contains(t, string(out), "started")
+
+	_, err = e.engine.Delete(ctx, c.ID())
+	require.NoError(t, err)
+	for _, h := range []*k3stest.Host{s1, a1} {
+		out, err := h.Run(ctx, "sh", "-c", "ls /usr/local/bin /etc; pgrep -a openctl-agent || true")
+		require.NoError(t, err)
+		assert.NotContains(t, string(out), "openctl-agent", h.Name())
+	}
+}
