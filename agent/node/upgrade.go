@@ -242,10 +242,20 @@ func syncDir(dir string) error {
 
 // healthGate restarts k3s and waits, within the health timeout, for the
 // service to be active and the binary to report version on healthyChecks
-// consecutive polls. It returns "" when healthy, or why not.
+// consecutive polls, and, if the System is a ReadyWatcher, for k3s to
+// report that it is up and running. It returns "" when healthy, or why
+// not: at once when the binary reports another version, which no wait
+// would change.
 func (s *Server) healthGate(ctx context.Context, bin, version string) string {
 	ctx, cancel := context.WithTimeout(ctx, s.healthTimeout)
 	defer cancel()
+	var ready func(context.Context) (bool, error)
+	if w, ok := s.sys.(ReadyWatcher); ok {
+		var err error
+		if ready, err = w.WatchReady(ctx); err != nil {
+			s.log.Warn("agent: upgrade: cannot watch k3s for readiness; the service state and version decide", "err", err)
+		}
+	}
 	if err := s.sys.Service(ctx, agent.Restart); err != nil {
 		return "restart: " + err.Error()
 	}
@@ -266,9 +276,20 @@ func (s *Server) healthGate(ctx context.Context, bin, version string) string {
 			case err != nil:
 				last, healthy = "k3s version: "+err.Error(), 0
 			case v != version:
-				last, healthy = "k3s reports "+v, 0
-			default:
+				// The installed file will not start reporting another
+				// version: the release is wrong, waiting cannot help.
+				return fmt.Sprintf("the new binary reports %s, not %s", v, version)
+			case ready == nil:
 				healthy++
+			default:
+				switch ok, err := ready(ctx); {
+				case err != nil:
+					last, healthy = "k3s readiness: "+err.Error(), 0
+				case !ok:
+					last, healthy = "k3s has not reported that it is up and running since the restart", 0
+				default:
+					healthy++
+				}
 			}
 		}
 		if healthy >= healthyChecks {
