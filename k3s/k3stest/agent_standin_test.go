@@ -274,7 +274,9 @@ func TestAgentStandin(t *testing.T) {
 		truncated  = "v1.39.1+k3s1" // its binary is cut short: it dies when run
 		crashing   = "v1.39.2+k3s1" // its binary reports v1.39.2+k3s1 but dies at start
 	)
-	const healthTimeout = 20 * time.Second
+	// Long enough for a stand-in server to restart on a busy machine
+	// (≈ 5-10 s here); the two OpenRC cases below wait all of it.
+	const healthTimeout = 30 * time.Second
 	binary := agentBinary(t)
 	n := k3stest.NewNetwork(t)
 	rel := newStandinRelease(t, n, bin)
