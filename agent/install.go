@@ -56,8 +56,9 @@ type InstallOptions struct {
 	// fragment. Empty leaves the flag out, so the agent uses its default.
 	ReleaseURL string
 	// HealthTimeout is the agent's --health-timeout: how long, after an
-	// upgrade's restart, k3s has to be active and report the new version
-	// before the previous binary is restored. A whole number of seconds
+	// upgrade's restart, k3s has to be up and running and report the new
+	// version before the previous binary is restored (see "Upgrades" in
+	// the package documentation). A whole number of seconds
 	// from 1s to MaxHealthTimeout. Zero leaves the flag out, so the agent
 	// uses its default (2 minutes, node.DefaultHealthTimeout).
 	HealthTimeout time.Duration

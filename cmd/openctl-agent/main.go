@@ -13,7 +13,8 @@
 // --release-url (default: the k3s GitHub releases) is where upgrades are
 // downloaded from, <release-url>/<version>/sha256sum-<arch>.txt and the
 // binary; --health-timeout (default 2m) is how long an upgraded k3s has
-// to be active and report the new version before it is rolled back.
+// to be up and running and report the new version before it is rolled
+// back.
 // agent.InstallOptions renders both into the service definition.
 //
 // It logs JSON lines to standard error and serves until SIGINT or SIGTERM,

@@ -52,7 +52,7 @@ func run(ctx context.Context, version string, args []string, stdout, stderr io.W
 	fs.StringVar(&c.cert, "cert", filepath.Join(agent.DefaultConfigDir, pki.ServerCertFile), "PEM server certificate")
 	fs.StringVar(&c.key, "key", filepath.Join(agent.DefaultConfigDir, pki.ServerKeyFile), "PEM server private key")
 	fs.StringVar(&c.releaseURL, "release-url", node.DefaultReleaseURL, "base URL k3s releases are downloaded from")
-	fs.DurationVar(&c.healthTimeout, "health-timeout", node.DefaultHealthTimeout, "how long k3s has, after an upgrade's restart, to be active and report the new version before the previous binary is restored")
+	fs.DurationVar(&c.healthTimeout, "health-timeout", node.DefaultHealthTimeout, "how long k3s has, after an upgrade's restart, to be up and running and report the new version before the previous binary is restored")
 	printVersion := fs.Bool("version", false, "print the agent version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
