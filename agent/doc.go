@@ -100,7 +100,9 @@
 // the line k3s logs when it is ready in /var/log/k3s.log (or
 // k3s-agent.log). A binary reporting another version fails it at once.
 // If it does not pass, the previous binary is renamed back and k3s
-// restarted: the answer is {"status":"rolled-back",...} with the reason.
+// restarted: the answer is {"status":"rolled-back",...} with the reason,
+// which also says if the previous k3s did not come back up within
+// HealthTimeout.
 // A checksum mismatch or a failed download installs nothing. On a node,
 // both settings are flags of cmd/openctl-agent (--release-url,
 // --health-timeout), which [InstallOptions] ReleaseURL and HealthTimeout

@@ -159,11 +159,45 @@ func (s *Server) upgrade(ctx context.Context, version string) (*agent.UpgradeRes
 	res.Reason = reason
 	rctx, cancel := context.WithTimeout(ctx, s.healthTimeout)
 	defer cancel()
-	if err := s.sys.Service(rctx, agent.Restart); err != nil {
-		res.Reason += "; restart after rollback: " + err.Error()
+	ready := s.watchReady(rctx)
+	restartErr := s.sys.Service(rctx, agent.Restart)
+	if restartErr != nil {
+		res.Reason += "; restart after rollback: " + restartErr.Error()
 	}
 	res.ServiceState = s.waitActive(rctx)
+	if restartErr == nil && ready != nil && res.ServiceState == agent.StateActive && !waitReady(rctx, ready) {
+		res.Reason += fmt.Sprintf("; the previous k3s has not reported that it is up and running within %v", s.healthTimeout)
+	}
 	return res, nil
+}
+
+// watchReady starts watching k3s for readiness if the System can
+// (ReadyWatcher); nil means the service state alone decides.
+func (s *Server) watchReady(ctx context.Context) func(context.Context) (bool, error) {
+	w, ok := s.sys.(ReadyWatcher)
+	if !ok {
+		return nil
+	}
+	ready, err := w.WatchReady(ctx)
+	if err != nil {
+		s.log.Warn("agent: upgrade: cannot watch k3s for readiness; the service state decides", "err", err)
+		return nil
+	}
+	return ready
+}
+
+// waitReady polls ready until it reports true (true) or ctx is done
+// (false).
+func waitReady(ctx context.Context, ready func(context.Context) (bool, error)) bool {
+	polls := healthPoll().Start()
+	for {
+		if ok, err := ready(ctx); err == nil && ok {
+			return true
+		}
+		if polls.Wait(ctx) != nil {
+			return false
+		}
+	}
 }
 
 func (s *Server) serviceState(ctx context.Context) string {
@@ -249,13 +283,7 @@ func syncDir(dir string) error {
 func (s *Server) healthGate(ctx context.Context, bin, version string) string {
 	ctx, cancel := context.WithTimeout(ctx, s.healthTimeout)
 	defer cancel()
-	var ready func(context.Context) (bool, error)
-	if w, ok := s.sys.(ReadyWatcher); ok {
-		var err error
-		if ready, err = w.WatchReady(ctx); err != nil {
-			s.log.Warn("agent: upgrade: cannot watch k3s for readiness; the service state and version decide", "err", err)
-		}
-	}
+	ready := s.watchReady(ctx)
 	if err := s.sys.Service(ctx, agent.Restart); err != nil {
 		return "restart: " + err.Error()
 	}

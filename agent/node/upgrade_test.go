@@ -236,6 +236,20 @@ func TestUpgradeNeverReadyRollsBack(t *testing.T) {
 	assert.Equal(t, []agent.ServiceAction{agent.Restart, agent.Restart}, env.System.Actions())
 }
 
+// A previous k3s that does not come back up after the rollback is
+// reported, not hidden behind an active service.
+func TestUpgradeRollbackPreviousNeverReady(t *testing.T) {
+	env, _ := upgradeEnv(t, agenttest.Options{HealthTimeout: 500 * time.Millisecond})
+	env.System.NeverReady(newVersion)
+	env.System.NeverReady(agenttest.DefaultVersion)
+	res, err := env.Client.Upgrade(t.Context(), newVersion)
+	require.ErrorIs(t, err, agent.ErrRolledBack)
+	assert.Equal(t, "not healthy within 500ms: k3s has not reported that it is up and running since the restart; "+
+		"the previous k3s has not reported that it is up and running within 500ms", res.Reason)
+	assert.Equal(t, agent.StateActive, res.ServiceState, "what the service manager says")
+	assert.Equal(t, agenttest.DefaultVersion, env.System.InstalledVersion())
+}
+
 // A restart that fails outright is a failed gate too.
 func TestUpgradeRestartErrorRollsBack(t *testing.T) {
 	env, _ := upgradeEnv(t, agenttest.Options{HealthTimeout: 300 * time.Millisecond})

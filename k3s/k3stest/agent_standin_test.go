@@ -401,6 +401,8 @@ func TestAgentStandin(t *testing.T) {
 				assert.Equal(t, to, res.From)
 				assert.Equal(t, version, res.To)
 				assert.Regexp(t, wantReason, res.Reason)
+				assert.NotContains(t, res.Reason, "after rollback", "the previous k3s restarted")
+				assert.NotContains(t, res.Reason, "the previous k3s has not", "and came back up")
 				assert.Equal(t, agent.StateActive, res.ServiceState)
 				assert.Equal(t, upgradedSum, hostSHA256(ctx, t, h, "/usr/local/bin/k3s"), "the previous binary is back")
 				info, err := c.Info(ctx)
@@ -423,7 +425,7 @@ func TestAgentStandin(t *testing.T) {
 				rollback(crashing, regexp.MustCompile(`^restart: .*Job for k3s.service failed`))
 			} else {
 				within := regexp.QuoteMeta("not healthy within " + healthTimeout.String() + ": ")
-				rollback(truncated, regexp.MustCompile(`^`+within+`k3s version: .*killed by signal: segmentation fault`))
+				rollback(truncated, regexp.MustCompile(`^`+within+`k3s version: .*killed by signal: segmentation fault$`))
 				rollback(crashing, regexp.MustCompile(`^`+within+`k3s has not reported that it is up and running since the restart$`))
 			}
 			var want []string

@@ -68,7 +68,7 @@
 // the test serves on the bridge address (copies of the stand-in with a
 // version trailer): a good release is kept and the Node's kubeletVersion
 // follows; a checksum mismatch installs nothing; a mislabelled, a cut-short
-// and a crashing-at-start binary are rolled back. It takes ≈ 2 min under
+// and a crashing-at-start binary are rolled back. It takes 2–2.5 min under
 // -race on 2 cores, most of it k3s restarts and, under OpenRC, two 30 s
 // health timeouts.
 //
