@@ -93,9 +93,18 @@
 // SHA-256, writes it beside the installed one (same directory, mode 0755,
 // synced), keeps the installed one as <binary>.previous and renames the
 // new one over it. k3s is restarted and a health gate waits, within
-// HealthTimeout, for the service to be active and the binary to report
-// the new version. If it does not pass, the previous binary is renamed
-// back and k3s restarted: the answer is {"status":"rolled-back",...}
-// with the reason. A checksum mismatch or a failed download installs
-// nothing.
+// HealthTimeout, for the service to be active, the binary to report the
+// new version and k3s to be up and running: under systemd the restart of
+// the Type=notify unit waits for that; under OpenRC, which reports a k3s
+// that supervise-daemon keeps respawning as started, the gate waits for
+// the line k3s logs when it is ready in /var/log/k3s.log (or
+// k3s-agent.log). A binary reporting another version fails it at once.
+// If it does not pass, the previous binary is renamed back and k3s
+// restarted: the answer is {"status":"rolled-back",...} with the reason,
+// which also says if the previous k3s did not come back up within
+// HealthTimeout.
+// A checksum mismatch or a failed download installs nothing. On a node,
+// both settings are flags of cmd/openctl-agent (--release-url,
+// --health-timeout), which [InstallOptions] ReleaseURL and HealthTimeout
+// put into the service definition.
 package agent

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/openctl/openctl/agent/pki"
 	"github.com/openctl/openctl/errcode"
@@ -54,7 +55,21 @@ type InstallOptions struct {
 	// are downloaded from: http or https, without user info, query or
 	// fragment. Empty leaves the flag out, so the agent uses its default.
 	ReleaseURL string
+	// HealthTimeout is the agent's --health-timeout: how long, after an
+	// upgrade's restart, k3s has to be up and running and report the new
+	// version before the previous binary is restored (see "Upgrades" in
+	// the package documentation). A whole number of seconds
+	// from 1s to MaxHealthTimeout. Zero leaves the flag out, so the agent
+	// uses its default (2 minutes, node.DefaultHealthTimeout).
+	HealthTimeout time.Duration
 }
+
+// MaxHealthTimeout is the longest [InstallOptions.HealthTimeout]. An
+// upgrade's answer can take the download plus two health timeouts (the
+// gate, then the restart after a rollback): a controller allowing for a
+// health timeout of more than a few minutes must raise
+// [ClientConfig.UpgradeTimeout] above DefaultUpgradeTimeout.
+const MaxHealthTimeout = 30 * time.Minute
 
 // FileKind says what an [InstallFile] holds, so the installer knows where
 // to get the contents the helpers cannot know.
@@ -187,6 +202,9 @@ func renderService(t *template.Template, opts InstallOptions, quote func(string)
 	if o.ReleaseURL != "" {
 		flag("--release-url", o.ReleaseURL)
 	}
+	if o.HealthTimeout != 0 {
+		flag("--health-timeout", strconv.FormatInt(int64(o.HealthTimeout/time.Second), 10)+"s")
+	}
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, d); err != nil {
 		return nil, fmt.Errorf("agent: install: render %s: %w", t.Name(), err)
@@ -263,6 +281,9 @@ func (o InstallOptions) normalize() (InstallOptions, error) {
 		if err := checkInstallReleaseURL(o.ReleaseURL); err != nil {
 			return o, err
 		}
+	}
+	if o.HealthTimeout != 0 && (o.HealthTimeout < time.Second || o.HealthTimeout > MaxHealthTimeout || o.HealthTimeout%time.Second != 0) {
+		return o, installInvalidf("health timeout %v: want a whole number of seconds from 1s to %v", o.HealthTimeout, MaxHealthTimeout)
 	}
 	return o, nil
 }

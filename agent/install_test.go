@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -84,6 +85,14 @@ func TestRenderCustomOptions(t *testing.T) {
 	plain, err := agent.SystemdUnit(agent.InstallOptions{ReleaseURL: "http://10.0.0.1:8080/k3s"})
 	require.NoError(t, err)
 	assert.Contains(t, string(plain), " --release-url http://10.0.0.1:8080/k3s\n")
+
+	withHealth := agent.InstallOptions{ReleaseURL: "http://10.0.0.1:8080/k3s", HealthTimeout: 90 * time.Second}
+	unit, err = agent.SystemdUnit(withHealth)
+	require.NoError(t, err)
+	assert.Contains(t, string(unit), " --release-url http://10.0.0.1:8080/k3s --health-timeout 90s\n")
+	script, err = agent.OpenRCScript(withHealth)
+	require.NoError(t, err)
+	assert.Contains(t, string(script), " --release-url 'http://10.0.0.1:8080/k3s' --health-timeout '90s'\"\n")
 }
 
 func TestRenderRejectsInjection(t *testing.T) {
@@ -118,6 +127,10 @@ func TestRenderRejectsInjection(t *testing.T) {
 		{"url query", agent.InstallOptions{ReleaseURL: "https://example.com/k3s?x=1"}},
 		{"url empty query", agent.InstallOptions{ReleaseURL: "https://example.com/k3s?"}},
 		{"url fragment", agent.InstallOptions{ReleaseURL: "https://example.com/k3s#x"}},
+		{"negative health timeout", agent.InstallOptions{HealthTimeout: -time.Second}},
+		{"health timeout under a second", agent.InstallOptions{HealthTimeout: 500 * time.Millisecond}},
+		{"health timeout not whole seconds", agent.InstallOptions{HealthTimeout: 1500 * time.Millisecond}},
+		{"health timeout over the maximum", agent.InstallOptions{HealthTimeout: agent.MaxHealthTimeout + time.Second}},
 		{"binary relative", agent.InstallOptions{BinaryPath: "usr/local/bin/openctl-agent"}},
 		{"binary with space", agent.InstallOptions{BinaryPath: "/usr/local/bin/openctl agent"}},
 		{"binary with dotdot", agent.InstallOptions{BinaryPath: "/usr/local/../bin/openctl-agent"}},
@@ -362,6 +375,7 @@ func TestInstallOddValuesRoundTrip(t *testing.T) {
 		{Listen: "node-1.example.com.:1", ReleaseURL: "http://[fd00::1]:8080/k3s/"},
 		{Listen: "0.0.0.0:65535", ReleaseURL: "https://h/a%25b%41"},
 		{Listen: "[::]:443", ReleaseURL: "https://h/*;|&<>(){}[]"},
+		{HealthTimeout: agent.MaxHealthTimeout},
 	} {
 		t.Run(opts.Listen+" "+opts.ReleaseURL, func(t *testing.T) {
 			bin, dir, listen := opts.BinaryPath, opts.ConfigDir, opts.Listen
@@ -377,6 +391,9 @@ func TestInstallOddValuesRoundTrip(t *testing.T) {
 			want := []string{bin, "--listen", listen, "--ca", dir + "/ca.pem", "--cert", dir + "/server.pem", "--key", dir + "/server.key"}
 			if opts.ReleaseURL != "" {
 				want = append(want, "--release-url", opts.ReleaseURL)
+			}
+			if opts.HealthTimeout != 0 {
+				want = append(want, "--health-timeout", "1800s")
 			}
 
 			unit, err := agent.SystemdUnit(opts)

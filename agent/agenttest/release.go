@@ -48,16 +48,23 @@ func (rs *ReleaseServer) URL() string { return rs.srv.URL }
 
 // Publish publishes version for every architecture: fake binaries
 // ([FakeBinary]) and sha256sum-<arch>.txt files listing them.
-func (rs *ReleaseServer) Publish(version string) { rs.publish(version, false) }
+func (rs *ReleaseServer) Publish(version string) { rs.publish(version, version, false) }
 
 // PublishCorrupt publishes version with binaries that do not match their
 // published checksums.
-func (rs *ReleaseServer) PublishCorrupt(version string) { rs.publish(version, true) }
+func (rs *ReleaseServer) PublishCorrupt(version string) { rs.publish(version, version, true) }
 
-func (rs *ReleaseServer) publish(version string, corrupt bool) {
+// PublishMislabelled publishes, under version, binaries that report
+// reports instead (with matching checksums): a release built from the
+// wrong tag.
+func (rs *ReleaseServer) PublishMislabelled(version, reports string) {
+	rs.publish(version, reports, false)
+}
+
+func (rs *ReleaseServer) publish(version, reports string, corrupt bool) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	bin := FakeBinary(version)
+	bin := FakeBinary(reports)
 	sum := sha256.Sum256(bin)
 	for _, a := range releaseArches {
 		served := bin

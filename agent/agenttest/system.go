@@ -44,12 +44,16 @@ type System struct {
 	state      string
 	lines      []string
 	broken     map[string]bool
+	silent     map[string]bool
 	serviceErr error
 	logsErr    error
 	actions    []agent.ServiceAction
 }
 
-var _ node.System = (*System)(nil)
+var (
+	_ node.System       = (*System)(nil)
+	_ node.ReadyWatcher = (*System)(nil)
+)
 
 // NewSystem returns a fake host: a k3s server of DefaultVersion, active,
 // on "node-1" (linux/amd64, systemd), with a binary in a temporary
@@ -66,6 +70,7 @@ func NewSystem(tb testing.TB) *System {
 		state:  agent.StateActive,
 		lines:  []string{"k3s: starting", "k3s: running"},
 		broken: map[string]bool{},
+		silent: map[string]bool{},
 	}
 	if err := s.Install(DefaultVersion); err != nil {
 		tb.Fatal(err)
@@ -104,6 +109,12 @@ func (s *System) SetLogs(lines []string) { s.mu.Lock(); s.lines = slices.Clone(l
 // Break marks version as broken: started or restarted with that version
 // installed, the service fails, so an upgrade to it fails the health gate.
 func (s *System) Break(version string) { s.mu.Lock(); s.broken[version] = true; s.mu.Unlock() }
+
+// NeverReady marks version as one that never reports it is up and
+// running: started with that version installed, the service is active
+// (as OpenRC reports a k3s that supervise-daemon keeps respawning) but
+// the function WatchReady returns reports false.
+func (s *System) NeverReady(version string) { s.mu.Lock(); s.silent[version] = true; s.mu.Unlock() }
 
 // FailService makes every service action fail with err (nil: succeed).
 func (s *System) FailService(err error) { s.mu.Lock(); s.serviceErr = err; s.mu.Unlock() }
@@ -182,6 +193,24 @@ func (s *System) Logs(ctx context.Context, n int, w io.Writer) error {
 		}
 	}
 	return logsErr
+}
+
+// WatchReady implements node.ReadyWatcher: the function reports whether
+// the installed version is ready, which it is unless marked NeverReady
+// or the service is not active.
+func (s *System) WatchReady(ctx context.Context) (func(context.Context) (bool, error), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) (bool, error) {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		v := s.InstalledVersion()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.state == agent.StateActive && !s.silent[v], nil
+	}, nil
 }
 
 // K3sBinary returns the path of the fake binary.

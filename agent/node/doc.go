@@ -34,7 +34,7 @@
 // family each; respond.go the JSON and error answers; audit.go the
 // middleware that caps bodies, stamps the version and logs one audit line
 // per request. system.go is the System interface, host.go and runner.go
-// its real implementation.
+// its real implementation, ready.go the optional ReadyWatcher.
 //
 // # Implementing System
 //
@@ -42,4 +42,9 @@
 // concurrent requests. Errors carrying a code of package errcode
 // (errcode.NotFound, errcode.Invalid, ...) are answered with that code;
 // others are INTERNAL. agenttest.System is a fake for tests.
+//
+// Optional abilities are separate interfaces found by type assertion:
+// a [ReadyWatcher] tells the upgrade's health gate when a restarted k3s
+// is up and running, where an active service does not say so (OpenRC);
+// HostSystem implements it.
 package node

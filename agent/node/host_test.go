@@ -670,6 +670,14 @@ func TestExecRunner(t *testing.T) {
 	assert.Equal(t, "oops\n", ee.Stderr)
 	assert.Contains(t, ee.Error(), "exit status 3: oops")
 
+	// A program killed by a signal says which, not "exit status -1".
+	_, err = r.Run(ctx, "/bin/sh", "-c", `kill -SEGV $$`)
+	ee, ok = errors.AsType[*ExitError](err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, -1, ee.Code)
+	assert.Equal(t, "segmentation fault", ee.Signal)
+	assert.Equal(t, "agent: /bin/sh -c kill -SEGV $$: killed by signal: segmentation fault", ee.Error())
+
 	out, err = r.Run(ctx, "/bin/sh", "-c", "head -c 3000000 /dev/zero")
 	require.NoError(t, err)
 	assert.Len(t, out, maxRunOutput, "output is capped")

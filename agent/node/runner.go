@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -36,12 +37,17 @@ type Runner interface {
 type ExitError struct {
 	Cmd    string // the program and its arguments, for messages
 	Code   int    // the exit status; -1 if the program was killed by a signal
+	Signal string // the signal that killed it ("segmentation fault"); "" if it exited
 	Stderr string // the start of what the program wrote to standard error
 }
 
-// Error describes the command, its status and its standard error.
+// Error describes the command, its status or the signal that killed it,
+// and its standard error.
 func (e *ExitError) Error() string {
 	msg := fmt.Sprintf("agent: %s: exit status %d", e.Cmd, e.Code)
+	if e.Signal != "" {
+		msg = fmt.Sprintf("agent: %s: killed by signal: %s", e.Cmd, e.Signal)
+	}
 	if s := strings.TrimSpace(e.Stderr); s != "" {
 		msg += ": " + s
 	}
@@ -89,7 +95,11 @@ func runCmd(ctx context.Context, stdout io.Writer, name string, args []string) e
 	}
 	desc := strings.Join(append([]string{name}, args...), " ")
 	if ee, ok := errors.AsType[*exec.ExitError](err); ok && ctx.Err() == nil {
-		return &ExitError{Cmd: desc, Code: ee.ExitCode(), Stderr: stderr.buf.String()}
+		xe := &ExitError{Cmd: desc, Code: ee.ExitCode(), Stderr: stderr.buf.String()}
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			xe.Signal = ws.Signal().String()
+		}
+		return xe
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("agent: %s: %w", desc, ctx.Err())

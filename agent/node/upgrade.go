@@ -159,11 +159,45 @@ func (s *Server) upgrade(ctx context.Context, version string) (*agent.UpgradeRes
 	res.Reason = reason
 	rctx, cancel := context.WithTimeout(ctx, s.healthTimeout)
 	defer cancel()
-	if err := s.sys.Service(rctx, agent.Restart); err != nil {
-		res.Reason += "; restart after rollback: " + err.Error()
+	ready := s.watchReady(rctx)
+	restartErr := s.sys.Service(rctx, agent.Restart)
+	if restartErr != nil {
+		res.Reason += "; restart after rollback: " + restartErr.Error()
 	}
 	res.ServiceState = s.waitActive(rctx)
+	if restartErr == nil && ready != nil && res.ServiceState == agent.StateActive && !waitReady(rctx, ready) {
+		res.Reason += fmt.Sprintf("; the previous k3s has not reported that it is up and running within %v", s.healthTimeout)
+	}
 	return res, nil
+}
+
+// watchReady starts watching k3s for readiness if the System can
+// (ReadyWatcher); nil means the service state alone decides.
+func (s *Server) watchReady(ctx context.Context) func(context.Context) (bool, error) {
+	w, ok := s.sys.(ReadyWatcher)
+	if !ok {
+		return nil
+	}
+	ready, err := w.WatchReady(ctx)
+	if err != nil {
+		s.log.Warn("agent: upgrade: cannot watch k3s for readiness; the service state decides", "err", err)
+		return nil
+	}
+	return ready
+}
+
+// waitReady polls ready until it reports true (true) or ctx is done
+// (false).
+func waitReady(ctx context.Context, ready func(context.Context) (bool, error)) bool {
+	polls := healthPoll().Start()
+	for {
+		if ok, err := ready(ctx); err == nil && ok {
+			return true
+		}
+		if polls.Wait(ctx) != nil {
+			return false
+		}
+	}
 }
 
 func (s *Server) serviceState(ctx context.Context) string {
@@ -242,10 +276,14 @@ func syncDir(dir string) error {
 
 // healthGate restarts k3s and waits, within the health timeout, for the
 // service to be active and the binary to report version on healthyChecks
-// consecutive polls. It returns "" when healthy, or why not.
+// consecutive polls, and, if the System is a ReadyWatcher, for k3s to
+// report that it is up and running. It returns "" when healthy, or why
+// not: at once when the binary reports another version, which no wait
+// would change.
 func (s *Server) healthGate(ctx context.Context, bin, version string) string {
 	ctx, cancel := context.WithTimeout(ctx, s.healthTimeout)
 	defer cancel()
+	ready := s.watchReady(ctx)
 	if err := s.sys.Service(ctx, agent.Restart); err != nil {
 		return "restart: " + err.Error()
 	}
@@ -266,9 +304,20 @@ func (s *Server) healthGate(ctx context.Context, bin, version string) string {
 			case err != nil:
 				last, healthy = "k3s version: "+err.Error(), 0
 			case v != version:
-				last, healthy = "k3s reports "+v, 0
-			default:
+				// The installed file will not start reporting another
+				// version: the release is wrong, waiting cannot help.
+				return fmt.Sprintf("the new binary reports %s, not %s", v, version)
+			case ready == nil:
 				healthy++
+			default:
+				switch ok, err := ready(ctx); {
+				case err != nil:
+					last, healthy = "k3s readiness: "+err.Error(), 0
+				case !ok:
+					last, healthy = "k3s has not reported that it is up and running since the restart", 0
+				default:
+					healthy++
+				}
 			}
 		}
 		if healthy >= healthyChecks {

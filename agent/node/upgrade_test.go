@@ -204,6 +204,52 @@ func TestUpgradeFailedHealthGateRollsBack(t *testing.T) {
 	assert.NotContains(t, binDir(t, env), "k3s.previous")
 }
 
+// A release whose binary reports another version than its tag fails the
+// gate at once, not after the health timeout.
+func TestUpgradeMislabelledReleaseRollsBackAtOnce(t *testing.T) {
+	rel := agenttest.NewReleaseServer(t)
+	rel.PublishMislabelled(newVersion, "v1.31.1+k3s1")
+	env := agenttest.Start(t, agenttest.Options{ReleaseURL: rel.URL(), HealthTimeout: time.Minute})
+	bin := env.System.K3sBinary()
+	old := readFile(t, bin)
+
+	start := time.Now()
+	res, err := env.Client.Upgrade(t.Context(), newVersion)
+	require.ErrorIs(t, err, agent.ErrRolledBack)
+	assert.Less(t, time.Since(start), 10*time.Second, "well within the health timeout")
+	assert.Equal(t, "the new binary reports v1.31.1+k3s1, not "+newVersion, res.Reason)
+	assert.Equal(t, agent.StateActive, res.ServiceState)
+	assert.Equal(t, old, readFile(t, bin), "old binary in place")
+	assert.Equal(t, []agent.ServiceAction{agent.Restart, agent.Restart}, env.System.Actions())
+}
+
+// A k3s whose service manager reports it active but that never says it
+// is up and running (OpenRC respawning a dying k3s) fails the gate.
+func TestUpgradeNeverReadyRollsBack(t *testing.T) {
+	env, _ := upgradeEnv(t, agenttest.Options{HealthTimeout: 500 * time.Millisecond})
+	env.System.NeverReady(newVersion)
+	res, err := env.Client.Upgrade(t.Context(), newVersion)
+	require.ErrorIs(t, err, agent.ErrRolledBack)
+	assert.Equal(t, "not healthy within 500ms: k3s has not reported that it is up and running since the restart", res.Reason)
+	assert.Equal(t, agent.StateActive, res.ServiceState)
+	assert.Equal(t, agenttest.DefaultVersion, env.System.InstalledVersion())
+	assert.Equal(t, []agent.ServiceAction{agent.Restart, agent.Restart}, env.System.Actions())
+}
+
+// A previous k3s that does not come back up after the rollback is
+// reported, not hidden behind an active service.
+func TestUpgradeRollbackPreviousNeverReady(t *testing.T) {
+	env, _ := upgradeEnv(t, agenttest.Options{HealthTimeout: 500 * time.Millisecond})
+	env.System.NeverReady(newVersion)
+	env.System.NeverReady(agenttest.DefaultVersion)
+	res, err := env.Client.Upgrade(t.Context(), newVersion)
+	require.ErrorIs(t, err, agent.ErrRolledBack)
+	assert.Equal(t, "not healthy within 500ms: k3s has not reported that it is up and running since the restart; "+
+		"the previous k3s has not reported that it is up and running within 500ms", res.Reason)
+	assert.Equal(t, agent.StateActive, res.ServiceState, "what the service manager says")
+	assert.Equal(t, agenttest.DefaultVersion, env.System.InstalledVersion())
+}
+
 // A restart that fails outright is a failed gate too.
 func TestUpgradeRestartErrorRollsBack(t *testing.T) {
 	env, _ := upgradeEnv(t, agenttest.Options{HealthTimeout: 300 * time.Millisecond})

@@ -10,12 +10,20 @@
 //		--cert /etc/openctl-agent/server.pem \
 //		--key /etc/openctl-agent/server.key
 //
+// --release-url (default: the k3s GitHub releases) is where upgrades are
+// downloaded from, <release-url>/<version>/sha256sum-<arch>.txt and the
+// binary; --health-timeout (default 2m) is how long an upgraded k3s has
+// to be up and running and report the new version before it is rolled
+// back.
+// agent.InstallOptions renders both into the service definition.
+//
 // It logs JSON lines to standard error and serves until SIGINT or SIGTERM,
 // then lets requests in flight finish (at most 30 seconds) and exits 0.
 // SIGHUP re-reads the three certificate files, so that a CA rotation step
 // takes effect without a restart; if they are invalid the old credentials
 // stay. Exit status 2 means a usage or configuration error (a bad flag, a
-// missing or invalid certificate file, an invalid release URL), 1 any
+// missing or invalid certificate file, an invalid release URL, a health
+// timeout that is not positive), 1 any
 // other failure.
 //
 // The version it reports (--version, /v1/info, the Openctl-Agent-Version

@@ -308,6 +308,8 @@ func TestRunFailures(t *testing.T) {
 		{"invalid ca file", args("--ca", garbage), nil, 2, []string{"CA bundle"}},
 		{"key of another certificate", args("--key", otherKey), nil, 2, []string{"invalid configuration", otherKey}},
 		{"invalid release URL", args("--release-url", "ftp://example.com/k3s"), nil, 2, []string{"release URL"}},
+		{"zero health timeout", args("--health-timeout", "0s"), nil, 2, []string{"--health-timeout 0s: must be positive"}},
+		{"malformed health timeout", args("--health-timeout", "soon"), nil, 2, []string{`invalid value "soon" for flag -health-timeout`}},
 		{"unknown flag", args("--nope"), nil, 2, []string{"flag provided but not defined: -nope", "Usage of openctl-agent"}},
 		{"unexpected argument", args("serve"), nil, 2, []string{`unexpected argument "serve"`}},
 		{"no init system", args(), func() (node.System, error) { return nil, node.ErrNoInit }, 1, []string{"no supported init system"}},
@@ -338,7 +340,7 @@ func TestRunVersionAndHelp(t *testing.T) {
 
 	stdout.Reset()
 	assert.Equal(t, 0, run(t.Context(), testVersion, []string{"--help"}, &stdout, &stderr, nil))
-	for _, f := range []string{"-listen", "-ca", "-cert", "-key", "-release-url", "-version", "/etc/openctl-agent/server.key", `":9443"`} {
+	for _, f := range []string{"-listen", "-ca", "-cert", "-key", "-release-url", "-health-timeout", "-version", "/etc/openctl-agent/server.key", `":9443"`} {
 		assert.Contains(t, stderr.String(), f)
 	}
 }

@@ -35,6 +35,7 @@ const shutdownTimeout = 30 * time.Second
 // config is the command line.
 type config struct {
 	listen, ca, cert, key, releaseURL string
+	healthTimeout                     time.Duration
 }
 
 // run is the whole program: it parses args, serves until ctx is done or a
@@ -51,6 +52,7 @@ func run(ctx context.Context, version string, args []string, stdout, stderr io.W
 	fs.StringVar(&c.cert, "cert", filepath.Join(agent.DefaultConfigDir, pki.ServerCertFile), "PEM server certificate")
 	fs.StringVar(&c.key, "key", filepath.Join(agent.DefaultConfigDir, pki.ServerKeyFile), "PEM server private key")
 	fs.StringVar(&c.releaseURL, "release-url", node.DefaultReleaseURL, "base URL k3s releases are downloaded from")
+	fs.DurationVar(&c.healthTimeout, "health-timeout", node.DefaultHealthTimeout, "how long k3s has, after an upgrade's restart, to be up and running and report the new version before the previous binary is restored")
 	printVersion := fs.Bool("version", false, "print the agent version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -67,6 +69,10 @@ func run(ctx context.Context, version string, args []string, stdout, stderr io.W
 		fmt.Fprintln(stdout, version)
 		return exitOK
 	}
+	if c.healthTimeout <= 0 {
+		fmt.Fprintf(stderr, "openctl-agent: --health-timeout %v: must be positive\n", c.healthTimeout)
+		return exitUsage
+	}
 
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	fail := func(status int, msg string, err error, attrs ...any) int {
@@ -82,13 +88,14 @@ func run(ctx context.Context, version string, args []string, stdout, stderr io.W
 		return fail(exitFailure, "openctl-agent: cannot inspect the host", err)
 	}
 	srv, err := node.NewServer(node.ServerConfig{
-		CABundle:   ca,
-		CertPEM:    cert,
-		KeyPEM:     key,
-		System:     sys,
-		Version:    version,
-		ReleaseURL: c.releaseURL,
-		Logger:     log,
+		CABundle:      ca,
+		CertPEM:       cert,
+		KeyPEM:        key,
+		System:        sys,
+		Version:       version,
+		ReleaseURL:    c.releaseURL,
+		HealthTimeout: c.healthTimeout,
+		Logger:        log,
 	})
 	if err != nil {
 		status := exitFailure

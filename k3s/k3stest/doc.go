@@ -52,6 +52,26 @@
 // output_log/error_log, supervisor=supervise-daemon and respawn_delay are
 // honoured. Services in /etc/runlevels/* start at power-on.
 //
+// # The package's own tests
+//
+// Besides the harness itself, the tests run the unmodified openctl-agent
+// (cmd/openctl-agent, built once per test binary) installed as the K3s
+// provider will install it (agent.InstallFiles, agent.EnableCommands)
+// and call it over mTLS. TestAgentOnHosts puts it next to a shell-script
+// k3s on a systemd and an OpenRC host. With $K3S_STANDIN_BINARY set (make
+// test builds the stand-in, k3s/k3stest/standin, and sets it; unset, these
+// tests skip, or fail under CI=true), TestStandinClusterOnHosts forms a
+// 2-server + 1-agent cluster under systemd, and TestAgentStandin runs a
+// `k3s server --cluster-init` under systemd and under OpenRC, side by
+// side: the agent reports the stand-in's version and service state,
+// streams its log, stops and restarts it, and upgrades it from a release
+// the test serves on the bridge address (copies of the stand-in with a
+// version trailer): a good release is kept and the Node's kubeletVersion
+// follows; a checksum mismatch installs nothing; a mislabelled, a cut-short
+// and a crashing-at-start binary are rolled back. It takes 2–2.5 min under
+// -race on 2 cores, most of it k3s restarts and, under OpenRC, two 30 s
+// health timeouts.
+//
 // # Cleanup
 //
 // Everything is named with [Prefix]; each network holds a flock on

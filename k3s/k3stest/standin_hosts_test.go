@@ -2,8 +2,6 @@ package k3stest_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -35,12 +33,7 @@ func k3sUnitFor(name string, args ...string) string {
 // the second server; each `systemctl restart` returns once that node has
 // sent READY=1. Then all three nodes are Ready with the right roles.
 func TestStandinClusterOnHosts(t *testing.T) {
-	bin := os.Getenv("K3S_STANDIN_BINARY")
-	if bin == "" {
-		t.Skip("K3S_STANDIN_BINARY not set (make test sets it)")
-	}
-	bin, err := filepath.Abs(bin)
-	require.NoError(t, err)
+	bin := standinBinary(t)
 	ctx := testContext(t, 4*time.Minute)
 	n := k3stest.NewNetwork(t)
 	hosts := addHosts(ctx, t, n, k3stest.Systemd, "cp-0", "cp-1", "w-0")
