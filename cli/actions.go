@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -117,7 +118,8 @@ func (a *app) actionCmd(p registry.DriverInfo, name string, specs []registry.Act
 				return err
 			}
 			defer s.close()
-			res, err := s.engine.Do(cmd.Context(), id, name, argv, a.stdout)
+			out := &countingWriter{w: a.stdout}
+			res, err := s.engine.Do(cmd.Context(), id, name, argv, out)
 			if err != nil {
 				return err
 			}
@@ -125,7 +127,13 @@ func (a *app) actionCmd(p registry.DriverInfo, name string, specs []registry.Act
 			if res != nil && res.Message != "" {
 				msg = res.Message
 			}
-			_, err = fmt.Fprintln(a.stdout, msg)
+			// An action that printed its output (logs, a kubeconfig)
+			// keeps standard output for it alone, to pipe or redirect.
+			w := a.stdout
+			if out.n > 0 {
+				w = a.stderr
+			}
+			_, err = fmt.Fprintln(w, msg)
 			return err
 		},
 	}
@@ -218,4 +226,16 @@ func apiVersionOf(kr registry.KindRef) string {
 		v = kr.Kind.Versions[0]
 	}
 	return kr.Group + "/" + v
+}
+
+// countingWriter counts what goes through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

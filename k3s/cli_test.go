@@ -39,7 +39,8 @@ func TestCLIExistingHosts(t *testing.T) {
     binaryDir: %s
     offline: true
     readyTimeout: 2m
-`, dir), 0o600))
+    agent: {binaryDir: %s}
+`, dir, agentBinaryDir(t)), 0o600))
 	manifest := filepath.Join(home, "cluster.yaml")
 	require.NoError(t, os.WriteFile(manifest, fmt.Appendf(nil, `apiVersion: k3s.openctl.io/v1
 kind: Cluster
@@ -95,6 +96,24 @@ spec:
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "current-context: cli")
 	assert.Contains(t, out, "server: https://"+hosts[0].Addr().String()+":6443")
+	assert.NotContains(t, out, "done", "standard output holds the kubeconfig alone")
+	assert.Contains(t, errOut, "Cluster/cli: kubeconfig done")
+
+	// Day-2 actions, through the nodes' agents.
+	code, out, errOut = run("k3s", "status", "cluster", "cli")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `(?m)^NAME +ROLE +READY +VERSION +AGENT +ADDRESS$`, out)
+	assert.Regexp(t, `(?m)^cli-s +server +true +`+regexpQuote(standinVersion)+` +\S+ +`+regexpQuote(hosts[0].Addr().String())+`$`, out)
+	assert.Regexp(t, `(?m)^cli-a +agent +true +`+regexpQuote(standinVersion)+` +\S+ +`+regexpQuote(hosts[1].Addr().String())+`$`, out)
+	code, out, errOut = run("k3s", "logs", "node", "cli-s", "--lines", "500")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "k3s is up and running")
+	code, out, errOut = run("k3s", "logs", "node", "cli-s", "-n", "2")
+	require.Equal(t, 0, code, errOut)
+	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 2, out)
+	code, out, errOut = run("k3s", "restart", "node", "cli-a")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out+errOut, "cli-a: k3s restarted")
 
 	code, out, errOut = run("delete", "-f", manifest)
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errOut)
