@@ -52,11 +52,11 @@ examples:
 	$(GO) build -o /dev/null ./examples/...
 	cd bench && $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
 
-## cross: the node agent builds as a static binary for every node architecture
+## cross: the node agent as a static binary for every node architecture, into bin/openctl-agent-linux-<arch> (what providers.k3s.agent.binaryDir holds)
 cross:
 	@for arch in amd64 arm64 arm; do \
-	  echo "== linux/$$arch ./cmd/openctl-agent (CGO_ENABLED=0)"; \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -o /dev/null ./cmd/openctl-agent || exit 1; \
+	  echo "== linux/$$arch ./cmd/openctl-agent (CGO_ENABLED=0) -> bin/openctl-agent-linux-$$arch"; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -o bin/openctl-agent-linux-$$arch ./cmd/openctl-agent || exit 1; \
 	done
 
 ## bench: the performance figures quoted in the README and the issues

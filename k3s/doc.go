@@ -62,6 +62,23 @@
 //     when something changed or it is stopped, and polls readiness with a
 //     deadline (Config.ReadyTimeout): the service active (READY=1), and
 //     for a server its Node Ready in the API.
+//  5. With Config.Agent, installs openctl's node agent (cmd/openctl-agent)
+//     beside k3s: its binary for the host's architecture, the cluster's
+//     accepted CAs, a server certificate naming the node and its address,
+//     its service — again only what differs — and waits until it answers
+//     GET /v1/info over mutual TLS. The cluster's agent CA and the
+//     controller's client certificate are made by the first server's
+//     first apply and kept in every node's status.agentPKI (secret: sealed
+//     in state); the other nodes get them through a $ref.
+//
+// # Day 2, through the agent
+//
+// With agents, a node or cluster is Ready only when every agent answers;
+// a stopped agent is drift that plan shows and apply repairs. Reads ask
+// the agents over one kept mTLS connection per node, not SSH. Actions:
+// `status cluster NAME` (a node table: role, Ready, k3s and agent
+// versions, address), `logs node NAME [--lines N]` (the k3s log, from the
+// journal or OpenRC's log file) and `restart node NAME`.
 //
 // A re-apply of an unchanged node therefore runs reads only. A node's
 // status — role, address, version, phase, and for servers the API URL,
