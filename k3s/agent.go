@@ -35,6 +35,19 @@ type AgentConfig struct {
 	BinaryDir string
 	// Port is the agent's port on every node (default 9443).
 	Port int
+	// ReleaseURL is where agents download k3s releases for upgrades
+	// (<url>/<version>/k3s…, sha256sum-<arch>.txt): default the
+	// provider's Config.ReleaseURL, else the agent's own default (k3s's
+	// GitHub releases). Air-gapped nodes need a mirror they can reach.
+	ReleaseURL string
+}
+
+// agentReleaseURL is the --release-url agents get ("" for their default).
+func (p *Provider) agentReleaseURL() string {
+	if p.cfg.Agent != nil && p.cfg.Agent.ReleaseURL != "" {
+		return p.cfg.Agent.ReleaseURL
+	}
+	return p.cfg.ReleaseURL
 }
 
 // agentBinaryName is the agent binary of an architecture (a k3s one,
@@ -306,7 +319,7 @@ func (p *Provider) installAgent(ctx context.Context, h *remote.Host, init, uname
 	if err != nil {
 		return nil, err
 	}
-	files, err := agent.InstallFiles(agent.InstallOptions{Init: ai, Listen: ":" + strconv.Itoa(p.agentPort())})
+	files, err := agent.InstallFiles(agent.InstallOptions{Init: ai, Listen: ":" + strconv.Itoa(p.agentPort()), ReleaseURL: p.agentReleaseURL()})
 	if err != nil {
 		return nil, err
 	}

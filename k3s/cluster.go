@@ -78,6 +78,9 @@ func (p *Provider) Plan(_ context.Context, r *manifest.Resource) ([]*manifest.Re
 		if m.hostKey != nil {
 			spec["sshHostKey"] = m.hostKey
 		}
+		if s.Drain != nil {
+			spec["drain"] = drainMap(s.Drain)
+		}
 		if m.role == RoleServer {
 			if len(s.TLSSANs) > 0 {
 				spec["tlsSANs"] = toAny(s.TLSSANs)

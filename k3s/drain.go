@@ -6,11 +6,11 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/drain"
 
 	"github.com/openctl/openctl/errcode"
@@ -18,9 +18,6 @@ import (
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/registry"
 )
-
-// drainTimeout bounds draining one node.
-const drainTimeout = 5 * time.Minute
 
 // removeFromCluster takes node name out of its cluster before its host
 // is uninstalled: it refuses when the servers left would be fewer than a
@@ -58,28 +55,62 @@ func (p *Provider) removeFromCluster(ctx context.Context, name string, prior *ma
 			return errcode.New(errcode.Conflict, fmt.Sprintf("k3s: node %s: removing it would leave %d of %d servers, fewer than the %d etcd needs for a quorum: add servers first, or delete the whole cluster", name, left, servers, need))
 		}
 	}
-	registry.ReportStep(ctx, "draining "+name)
-	var log strings.Builder
-	h := &drain.Helper{
-		Ctx: ctx, Client: cs,
-		GracePeriodSeconds: -1, IgnoreAllDaemonSets: true, Timeout: drainTimeout,
-		Out: io.Discard, ErrOut: &log,
-	}
-	if err := drain.RunCordonOrUncordon(h, node, true); err != nil {
-		return errcode.Wrap(errcode.Transient, fmt.Sprintf("k3s: node %s: cordon", name), err)
-	}
-	if err := drain.RunNodeDrain(h, name); err != nil {
-		msg := strings.TrimSpace(err.Error())
-		if l := strings.TrimSpace(log.String()); l != "" {
-			msg += " (" + l + ")"
+	var policy *DrainSpec
+	if prior != nil {
+		if s, err := DecodeNodeSpec(prior); err == nil {
+			policy = s.Drain
 		}
-		return errcode.New(errcode.Conflict, fmt.Sprintf("k3s: node %s: drain: %s: it stays, cordoned; nothing after it is removed", name, msg))
+	}
+	if err := cordonAndDrain(ctx, cs, node, policy); err != nil {
+		return errcode.New(errcode.Conflict, fmt.Sprintf("k3s: node %s: %v: it stays, cordoned; nothing after it is removed", name, err))
 	}
 	registry.ReportStep(ctx, "deleting "+name+" from the API")
 	if err := cs.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return errcode.Wrap(errcode.Transient, fmt.Sprintf("k3s: node %s: deleting its Node", name), err)
 	}
 	return nil
+}
+
+// cordonAndDrain cordons node and drains it under policy (nil: the
+// safe defaults). A drain that cannot finish — a PodDisruptionBudget, an
+// unmanaged pod without force — names the pods in its error.
+func cordonAndDrain(ctx context.Context, cs kubernetes.Interface, node *corev1.Node, policy *DrainSpec) error {
+	registry.ReportStep(ctx, "draining "+node.Name)
+	var log strings.Builder
+	h := &drain.Helper{
+		Ctx: ctx, Client: cs,
+		GracePeriodSeconds: -1, IgnoreAllDaemonSets: true, Timeout: policy.timeout(),
+		Out: io.Discard, ErrOut: &log,
+	}
+	if policy != nil {
+		if policy.GracePeriod != nil {
+			h.GracePeriodSeconds = *policy.GracePeriod
+		}
+		h.Force, h.DeleteEmptyDirData = policy.Force, policy.DeleteEmptyDirData
+		if policy.IgnoreDaemonSets != nil {
+			h.IgnoreAllDaemonSets = *policy.IgnoreDaemonSets
+		}
+	}
+	if err := drain.RunCordonOrUncordon(h, node, true); err != nil {
+		return fmt.Errorf("cordon: %w", err)
+	}
+	if err := drain.RunNodeDrain(h, node.Name); err != nil {
+		msg := strings.TrimSpace(err.Error())
+		if l := strings.TrimSpace(log.String()); l != "" {
+			msg += " (" + l + ")"
+		}
+		return fmt.Errorf("drain: %s", msg)
+	}
+	return nil
+}
+
+// uncordon marks a node schedulable again.
+func uncordon(ctx context.Context, cs kubernetes.Interface, name string) error {
+	node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	return drain.RunCordonOrUncordon(&drain.Helper{Ctx: ctx, Client: cs, Out: io.Discard, ErrOut: io.Discard}, node, false)
 }
 
 func isServer(n *corev1.Node) bool {

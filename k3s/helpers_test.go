@@ -192,3 +192,18 @@ func dumpLogs(ctx context.Context, t *testing.T, hosts ...*k3stest.Host) {
 		t.Logf("%s:\n%s", h.Name(), out)
 	}
 }
+
+// addRelease adds version to a binary directory (see binaryDir): a copy of
+// the stand-in that reports reports (see the stand-in README, "Versions:
+// a trailer, not a rebuild"), with its checksum file.
+func addRelease(t *testing.T, dir, version, reports string) {
+	t.Helper()
+	src, err := os.ReadFile(os.Getenv("K3S_STANDIN_BINARY"))
+	require.NoError(t, err)
+	vdir := filepath.Join(dir, version)
+	require.NoError(t, os.MkdirAll(vdir, 0o700))
+	bin := append(src, "\n#openctl-k3s-standin version="+reports+" commit=abcdef12\n"...)
+	require.NoError(t, os.WriteFile(filepath.Join(vdir, "k3s"), bin, 0o755))
+	sum := sha256.Sum256(bin)
+	require.NoError(t, os.WriteFile(filepath.Join(vdir, "sha256sum-amd64.txt"), fmt.Appendf(nil, "%x  k3s\n", sum), 0o600))
+}

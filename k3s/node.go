@@ -88,6 +88,30 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 	if err != nil {
 		return nil, p.nodeErr(name, "inspect", err)
 	}
+	if pr.version != "" && pr.version != s.K3s.Version {
+		if err := checkUpgrade(name, pr.version, s.K3s.Version); err != nil {
+			return nil, err
+		}
+		// A running node with an agent is upgraded through it; without
+		// one, the new binary is installed and k3s restarted below.
+		a, ok, err := p.nodePKI(ctx, firstOf(s.Cluster, name), s)
+		if err != nil {
+			return nil, p.nodeErr(name, "read the agent PKI", err)
+		}
+		if ok && pr.active && s.K3s.method() == InstallUpload {
+			if _, why := p.agentStatus(ctx, s.Address, a); why != "" {
+				ok = false // installed without one: the SSH path
+			}
+		}
+		if ok && pr.active && s.K3s.method() == InstallUpload {
+			if err := p.upgradeNode(ctx, h, name, loc, s, a, pr.version); err != nil {
+				return nil, err
+			}
+			if pr, err = probeHost(ctx, h, service(s.Role), s.Address); err != nil {
+				return nil, p.nodeErr(name, "inspect", err)
+			}
+		}
+	}
 	token, agentToken := s.Token, s.AgentToken
 	if s.Init {
 		// The first server's tokens: what it has, else what the spec

@@ -75,8 +75,9 @@ type Provider struct {
 	locs sync.Map // string → *location
 	// pkis are the clusters' agent PKIs met while applying or reading
 	// their nodes, by cluster name: a cluster's Apply and Get use them.
-	pkis   sync.Map // string → *agentPKI
-	agents agentClients
+	pkis     sync.Map // string → *agentPKI
+	agents   agentClients
+	rollouts sync.Map // cluster → *rollout
 }
 
 var (

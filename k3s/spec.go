@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -44,6 +45,77 @@ type ClusterSpec struct {
 	// Kubeconfig says where the cluster's kubeconfig goes besides
 	// ~/.openctl/kubeconfigs/<name>.yaml.
 	Kubeconfig *KubeconfigSpec `json:"kubeconfig,omitempty"`
+	// Drain is how a node is drained before it is removed or upgraded.
+	Drain *DrainSpec `json:"drain,omitempty"`
+}
+
+// DrainSpec is how a node is drained (k8s.io/kubectl/pkg/drain), before
+// it leaves its cluster or is upgraded. The defaults are safe: honour
+// PodDisruptionBudgets and each pod's grace period, never delete
+// emptyDir data or unmanaged pods, leave DaemonSet pods.
+type DrainSpec struct {
+	// Timeout bounds the drain of one node (default 5m), e.g. "10m".
+	Timeout string `json:"timeout,omitempty"`
+	// GracePeriod overrides the pods' termination grace period in
+	// seconds; nil: each pod's own.
+	GracePeriod *int `json:"gracePeriod,omitempty"`
+	// Force evicts pods no controller manages (they are lost).
+	Force bool `json:"force,omitempty"`
+	// DeleteEmptyDirData evicts pods with emptyDir volumes (their data
+	// is lost).
+	DeleteEmptyDirData bool `json:"deleteEmptyDirData,omitempty"`
+	// IgnoreDaemonSets leaves DaemonSet pods (default true: their
+	// controller would only recreate them).
+	IgnoreDaemonSets *bool `json:"ignoreDaemonSets,omitempty"`
+}
+
+// defaultDrainTimeout bounds draining one node.
+const defaultDrainTimeout = 5 * time.Minute
+
+// timeout is the drain timeout, default filled in.
+func (d *DrainSpec) timeout() time.Duration {
+	if d != nil && d.Timeout != "" {
+		if t, err := time.ParseDuration(d.Timeout); err == nil {
+			return t
+		}
+	}
+	return defaultDrainTimeout
+}
+
+func (d *DrainSpec) validate(p string) error {
+	if d == nil {
+		return nil
+	}
+	if d.Timeout != "" {
+		if t, err := time.ParseDuration(d.Timeout); err != nil || t <= 0 {
+			return invalid(p+".timeout", "want a positive duration like 10m, got %q", d.Timeout)
+		}
+	}
+	if d.GracePeriod != nil && *d.GracePeriod < 0 {
+		return invalid(p+".gracePeriod", "want seconds, 0 or more, got %d", *d.GracePeriod)
+	}
+	return nil
+}
+
+// drainMap is a DrainSpec as a node's spec carries it.
+func drainMap(d *DrainSpec) map[string]any {
+	m := map[string]any{}
+	if d.Timeout != "" {
+		m["timeout"] = d.Timeout
+	}
+	if d.GracePeriod != nil {
+		m["gracePeriod"] = int64(*d.GracePeriod)
+	}
+	if d.Force {
+		m["force"] = true
+	}
+	if d.DeleteEmptyDirData {
+		m["deleteEmptyDirData"] = true
+	}
+	if d.IgnoreDaemonSets != nil {
+		m["ignoreDaemonSets"] = *d.IgnoreDaemonSets
+	}
+	return m
 }
 
 // HostSpec is an existing machine of a Cluster.
@@ -254,6 +326,9 @@ func invalid(field, format string, args ...any) error {
 
 func (s *ClusterSpec) validate() error {
 	if err := s.K3s.validate("spec.k3s"); err != nil {
+		return err
+	}
+	if err := s.Drain.validate("spec.drain"); err != nil {
 		return err
 	}
 	if err := s.SSH.validate("spec.ssh"); err != nil {
@@ -500,6 +575,9 @@ type NodeSpec struct {
 	Taints []string `json:"taints,omitempty"`
 	// ExtraArgs are further k3s flags for this node.
 	ExtraArgs []string `json:"extraArgs,omitempty"`
+	// Drain is how the node is drained before it leaves its cluster or
+	// is upgraded.
+	Drain *DrainSpec `json:"drain,omitempty"`
 	// AgentPKI is the cluster's agent PKI (a secret), for a node that is
 	// not the first server: a Cluster refers it to the first server's
 	// status.agentPKI.
@@ -525,6 +603,9 @@ var (
 )
 
 func (s *NodeSpec) validate() error {
+	if err := s.Drain.validate("spec.drain"); err != nil {
+		return err
+	}
 	switch s.Role {
 	case RoleServer:
 	case RoleAgent:
