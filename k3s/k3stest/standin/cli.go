@@ -57,6 +57,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		cfg.Version = v
+		for _, w := range cfg.ConfigWarnings {
+			log.Warn(w)
+		}
 		if err := RunServer(ctx, cfg, log); err != nil && !errors.Is(err, context.Canceled) {
 			log.Log(context.Background(), levelFatal, err.Error())
 			return 1
