@@ -53,11 +53,11 @@ func bootstrapTokenSecret(token, description string, ttl time.Duration, now time
 		return nil, fmt.Errorf("the bootstrap token %q was not of the form %q", token, bootstrapapi.BootstrapTokenPattern)
 	}
 	data := map[string][]byte{
-		bootstrapapi.BootstrapTokenIDKey:                                                        []byte(m[1]),
-		bootstrapapi.BootstrapTokenSecretKey:                                                    []byte(m[2]),
-		bootstrapapi.BootstrapTokenUsagePrefix + bootstrapapi.BootstrapTokenUsageSigningKey:     []byte("true"),
-		bootstrapapi.BootstrapTokenUsagePrefix + bootstrapapi.BootstrapTokenUsageAuthentication: []byte("true"),
-		bootstrapapi.BootstrapTokenExtraGroupsKey:                                               []byte(NodeBootstrapTokenAuthGroup),
+		bootstrapapi.BootstrapTokenIDKey:               []byte(m[1]),
+		bootstrapapi.BootstrapTokenSecretKey:           []byte(m[2]),
+		bootstrapapi.BootstrapTokenUsageSigningKey:     []byte("true"),
+		bootstrapapi.BootstrapTokenUsageAuthentication: []byte("true"),
+		bootstrapapi.BootstrapTokenExtraGroupsKey:      []byte(NodeBootstrapTokenAuthGroup),
 	}
 	if description != "" {
 		data[bootstrapapi.BootstrapTokenDescriptionKey] = []byte(description)
@@ -87,7 +87,7 @@ func validBootstrapToken(ctx context.Context, client kubernetes.Interface, token
 	}
 	if subtle.ConstantTimeCompare(sec.Data[bootstrapapi.BootstrapTokenSecretKey], []byte(m[2])) != 1 ||
 		string(sec.Data[bootstrapapi.BootstrapTokenIDKey]) != m[1] ||
-		string(sec.Data[bootstrapapi.BootstrapTokenUsagePrefix+bootstrapapi.BootstrapTokenUsageAuthentication]) != "true" {
+		string(sec.Data[bootstrapapi.BootstrapTokenUsageAuthentication]) != "true" {
 		return false
 	}
 	if exp := sec.Data[bootstrapapi.BootstrapTokenExpirationKey]; len(exp) > 0 {
