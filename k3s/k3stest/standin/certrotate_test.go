@@ -45,7 +45,7 @@ func TestLoadOrIssue(t *testing.T) {
 	third := issue(other, "other-cn", []string{"a.test", "b.test"}, now)
 	require.NoError(t, third.CheckSignatureFrom(other.cert), "another CA: regenerated")
 	assert.True(t, issue(other, "other-cn", nil, now.Add(200*24*time.Hour)).Equal(third), "200 days on: kept")
-	assert.False(t, issue(other, "other-cn", nil, now.Add(300*24*time.Hour)).Equal(third), "fewer than 90 days left: regenerated")
+	assert.False(t, issue(other, "other-cn", nil, now.Add(300*24*time.Hour)).Equal(third), "fewer than 120 days left: regenerated")
 }
 
 func TestRotateCertificates(t *testing.T) {

@@ -88,8 +88,10 @@ func (ca *keyPair) issue(cn string, orgs []string, dnsNames []string, ips []net.
 }
 
 // certRenewBefore: k3s renews a leaf certificate on start once it has
-// fewer than 90 days left (docs/cli/certificate.md).
-const certRenewBefore = 90 * 24 * time.Hour
+// fewer than 120 days left (90 before the May 2025 releases;
+// docs/cli/certificate.md). k3s keeps the key then; the stand-in makes a
+// new one.
+const certRenewBefore = 120 * 24 * time.Hour
 
 // loadOrIssue reuses the certificate and key at crtPath and keyPath when
 // they still fit, as k3s does on every start (deps createClientCertKey):
