@@ -39,12 +39,18 @@ func certFile(t *testing.T, path string) *x509.Certificate {
 // certificate rotate` (k3s stopped) backs server/tls up to
 // server/tls-<unix time> and removes the leaves of the services asked
 // for, keeping the CAs, so the next start issues new ones — with the SANs
-// of that start's flags (CONTRACT §6: adding a --tls-san later).
+// of that start's configuration (CONTRACT §6: adding a --tls-san later;
+// here through a config.yaml.d drop-in appending to tls-san).
 func TestCertificateRotate(t *testing.T) {
 	c := newCluster(t)
-	args := []string{"server", "--cluster-init", "--token", "s3cret", "--tls-san", "a.test"}
+	// The flags come from a config file here (its parsing is unit-tested;
+	// this checks the binary reads it): an unknown key is warned about.
+	config := filepath.Join(c.dir, "config.yaml")
+	require.NoError(t, os.WriteFile(config, []byte("cluster-init: true\ntoken: s3cret\ntls-san: [a.test]\nno-such-flag: x\n"), 0o600))
+	args := []string{"server", "--config", config}
 	s1 := c.start("server-1", 1, args...)
 	s1.waitReady(t, 2*time.Minute)
+	assert.Contains(t, s1.logs.String(), `level=warning msg="Unknown flag --no-such-flag found in config.yaml, skipping"`)
 	dataDir := filepath.Join(s1.dir, "data")
 	tlsDir := filepath.Join(dataDir, "server", "tls")
 	caPEM, err := os.ReadFile(filepath.Join(tlsDir, "server-ca.crt"))
@@ -84,7 +90,9 @@ func TestCertificateRotate(t *testing.T) {
 	_, errOut, err = c.k3s("certificate", "rotate", "--data-dir", dataDir)
 	require.NoError(t, err, errOut)
 	assert.Contains(t, errOut, `msg="Server detected, rotating server certificates"`)
-	s1c := c.start("server-1", 1, append(args, "--tls-san", "b.test")...)
+	require.NoError(t, os.MkdirAll(config+".d", 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(config+".d", "20-san.yaml"), []byte("tls-san+: [b.test]\n"), 0o600))
+	s1c := c.start("server-1", 1, args...)
 	s1c.waitReady(t, 2*time.Minute)
 	serving3 := certFile(t, filepath.Join(tlsDir, "serving-kube-apiserver.crt"))
 	assert.False(t, serving3.Equal(serving))
