@@ -161,7 +161,8 @@ func TestBootstrapTokensAndRotate(t *testing.T) {
 	_, errOut, err = c.k3s("token", "rotate", "--server", s2.url(), "--token", newToken, "--new-token", "abcdef.0123456789abcdef")
 	require.Error(t, err)
 	assert.Contains(t, errOut, "500 Internal Server Error: failed to normalize server token")
-	out, errOut, err = c.k3s("token", "rotate", "--server", s2.url(), "--token", newToken, "--new-token", "n3wer")
+	// Without --token, the old token is read from <data-dir>/server/token.
+	out, errOut, err = c.k3s("token", "rotate", "--server", s2.url(), "--data-dir", filepath.Join(s2.dir, "data"), "--new-token", "n3wer")
 	require.NoError(t, err, errOut)
 	deadline = time.Now().Add(10 * time.Second)
 	for code, _ = supervisorGet(t, s1, "/v1-k3s/readyz", "server", "n3wer"); code != http.StatusOK; code, _ = supervisorGet(t, s1, "/v1-k3s/readyz", "server", "n3wer") {
