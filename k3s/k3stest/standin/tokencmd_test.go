@@ -181,7 +181,7 @@ func TestBootstrapTokensAndRotate(t *testing.T) {
 	s1b := c.start("server-1", 1, "server", "--token", "n3w")
 	codeX, logX = s1b.waitExit(t, time.Minute)
 	assert.Equal(t, 1, codeX)
-	assert.Contains(t, logX, `level=fatal msg="starting kubernetes: preparing server: bootstrap data already found and encrypted with different token"`)
+	assert.Contains(t, logX, `level=fatal msg="starting kubernetes: preparing server: failed to bootstrap cluster data: failed to reconcile with local datastore: bootstrap data already found and encrypted with different token"`)
 	s1c := c.start("server-1", 1, "server")
 	s1c.waitReady(t, 2*time.Minute)
 	assert.Equal(t, "K10"+hash+"::server:n3wer", s1c.token(t))

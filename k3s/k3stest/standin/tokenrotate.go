@@ -24,7 +24,8 @@ import (
 const clusterPasswdKey = "/k3s-standin/bootstrap/passwd"
 
 // errTokenMismatch is k3s's refusal to start a server whose --token is not
-// the cluster's (e.g. the old one after `k3s token rotate`).
+// the cluster's (e.g. the old one after `k3s token rotate`); k3s
+// pkg/cluster/bootstrap.go.
 var errTokenMismatch = errors.New("bootstrap data already found and encrypted with different token")
 
 // formatPasswd is server/cred/passwd with the server and node users.
@@ -72,7 +73,7 @@ func reconcilePasswd(ctx context.Context, kv *clientv3.Client, serverDir, token 
 			return err
 		}
 		if pw != clusterPW {
-			return errTokenMismatch
+			return fmt.Errorf("failed to bootstrap cluster data: failed to reconcile with local datastore: %w", errTokenMismatch)
 		}
 	}
 	return writeClusterPasswd(serverDir, cluster, caPEM)
