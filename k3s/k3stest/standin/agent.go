@@ -29,6 +29,7 @@ type AgentConfig struct {
 	NodeLabels       []string // --node-label, first registration only
 	NodeTaints       []string // --node-taint, first registration only
 	NodePasswordFile string   // stand-in only: --standin-node-password-file
+	ConfigFile       string   // --config, -c, K3S_CONFIG_FILE; default DefaultConfigFile
 	Ignored          []string
 	Version          Version
 }
@@ -36,33 +37,15 @@ type AgentConfig struct {
 // ParseAgentArgs parses `k3s agent` arguments. A missing token or server,
 // or a server URL that is not https, is a configuration error.
 func ParseAgentArgs(args []string, lookupEnv func(string) (string, bool)) (AgentConfig, error) {
+	args, _, err := withConfigFile("agent", args, lookupEnv, func() *pflag.FlagSet {
+		fs, _, _ := agentFlags(&AgentConfig{})
+		return fs
+	})
+	if err != nil {
+		return AgentConfig{}, err
+	}
 	cfg := AgentConfig{}
-	fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
-	fs.SetOutput(discard{})
-	fs.StringVarP(&cfg.Server, "server", "s", "", "")
-	fs.StringVarP(&cfg.Token, "token", "t", "", "")
-	tokenFile := fs.String("token-file", "", "")
-	fs.StringVarP(&cfg.DataDir, "data-dir", "d", "/var/lib/rancher/k3s", "")
-	fs.StringVar(&cfg.NodeName, "node-name", "", "")
-	fs.StringVarP(&cfg.NodeIP, "node-ip", "i", "", "")
-	fs.StringArrayVar(&cfg.NodeLabels, "node-label", nil, "")
-	fs.StringArrayVar(&cfg.NodeTaints, "node-taint", nil, "")
-	fs.StringVar(&cfg.NodePasswordFile, "standin-node-password-file", DefaultNodePasswordFile, "")
-	ignoredFlags := []string{"node-external-ip", "flannel-iface", "config", "bind-address",
-		"resolv-conf", "lb-server-port", "pause-image", "private-registry", "container-runtime-endpoint",
-		"flannel-conf", "log"}
-	for _, name := range ignoredFlags {
-		fs.String(name, "", "")
-	}
-	agentArrays := []string{"kubelet-arg", "kube-proxy-arg"}
-	agentBools := []string{"debug", "selinux", "protect-kernel-defaults"}
-	for _, name := range agentArrays {
-		fs.StringArray(name, nil, "")
-	}
-	for _, name := range agentBools {
-		fs.Bool(name, false, "")
-	}
-	ignoredFlags = append(append(ignoredFlags, agentArrays...), agentBools...)
+	fs, tokenFile, ignoredFlags := agentFlags(&cfg)
 	if err := fs.Parse(args); err != nil {
 		return AgentConfig{}, fmt.Errorf("standin: agent: %w", err)
 	}
@@ -83,6 +66,9 @@ func ParseAgentArgs(args []string, lookupEnv func(string) (string, bool)) (Agent
 		if v, ok := lookupEnv(name); ok && v != "" {
 			*dst = v
 		}
+	}
+	if v, ok := lookupEnv("K3S_CONFIG_FILE"); ok && v != "" {
+		cfg.ConfigFile = v // k3s: the variable wins over --config
 	}
 	env("server", "K3S_URL", &cfg.Server)
 	env("token", "K3S_TOKEN", &cfg.Token)
@@ -113,6 +99,38 @@ func ParseAgentArgs(args []string, lookupEnv func(string) (string, bool)) (Agent
 		cfg.NodeName = strings.ToLower(h)
 	}
 	return cfg, nil
+}
+
+// agentFlags defines `k3s agent`'s flags on cfg; it returns the token
+// file flag's value and the names of the flags accepted but ignored.
+func agentFlags(cfg *AgentConfig) (fs *pflag.FlagSet, tokenFile *string, ignored []string) {
+	fs = pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	fs.SetOutput(discard{})
+	fs.StringVarP(&cfg.Server, "server", "s", "", "")
+	fs.StringVarP(&cfg.Token, "token", "t", "", "")
+	tokenFile = fs.String("token-file", "", "")
+	fs.StringVarP(&cfg.DataDir, "data-dir", "d", "/var/lib/rancher/k3s", "")
+	fs.StringVar(&cfg.NodeName, "node-name", "", "")
+	fs.StringVarP(&cfg.NodeIP, "node-ip", "i", "", "")
+	fs.StringArrayVar(&cfg.NodeLabels, "node-label", nil, "")
+	fs.StringArrayVar(&cfg.NodeTaints, "node-taint", nil, "")
+	fs.StringVar(&cfg.NodePasswordFile, "standin-node-password-file", DefaultNodePasswordFile, "")
+	fs.StringVarP(&cfg.ConfigFile, "config", "c", DefaultConfigFile, "")
+	ignored = []string{"node-external-ip", "flannel-iface", "bind-address",
+		"resolv-conf", "lb-server-port", "pause-image", "private-registry", "container-runtime-endpoint",
+		"flannel-conf", "log"}
+	for _, name := range ignored {
+		fs.String(name, "", "")
+	}
+	agentArrays := []string{"kubelet-arg", "kube-proxy-arg"}
+	agentBools := []string{"debug", "selinux", "protect-kernel-defaults"}
+	for _, name := range agentArrays {
+		fs.StringArray(name, nil, "")
+	}
+	for _, name := range agentBools {
+		fs.Bool(name, false, "")
+	}
+	return fs, tokenFile, append(append(ignored, agentArrays...), agentBools...)
 }
 
 // RunAgent runs `k3s agent` until ctx ends. Like k3s it first validates

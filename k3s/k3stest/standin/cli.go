@@ -57,6 +57,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		cfg.Version = v
+		for _, w := range cfg.ConfigWarnings {
+			log.Warn(w)
+		}
 		if err := RunServer(ctx, cfg, log); err != nil && !errors.Is(err, context.Canceled) {
 			log.Log(context.Background(), levelFatal, err.Error())
 			return 1
@@ -75,7 +78,37 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return 0
-	case "token", "certificate", "etcd-snapshot", "secrets-encrypt", "check-config", "crictl", "ctr":
+	case "token":
+		log := newLogger(stderr)
+		if len(args) < 3 {
+			log.Log(context.Background(), levelFatal, "k3s token: missing command (create, list, delete, generate, rotate)")
+			return 1
+		}
+		o, err := ParseTokenArgs(args[2], args[3:], os.LookupEnv)
+		if err == nil {
+			err = RunToken(ctx, args[2], o, stdout)
+		}
+		if err != nil {
+			log.Log(context.Background(), levelFatal, err.Error())
+			return 1
+		}
+		return 0
+	case "certificate":
+		log := newLogger(stderr)
+		if len(args) < 3 || args[2] != "rotate" {
+			log.Log(context.Background(), levelFatal, "k3s certificate: only 'rotate' is implemented by the stand-in")
+			return 1
+		}
+		o, err := ParseCertRotateArgs(args[3:], os.LookupEnv)
+		if err == nil {
+			err = RotateCertificates(o, time.Now(), log)
+		}
+		if err != nil {
+			log.Log(context.Background(), levelFatal, err.Error())
+			return 1
+		}
+		return 0
+	case "etcd-snapshot", "secrets-encrypt", "check-config", "crictl", "ctr":
 		fmt.Fprintf(stderr, "k3s %s: not implemented by the stand-in yet\n", args[1])
 		return 1
 	}
@@ -93,6 +126,8 @@ COMMANDS:
    server   Run management server
    agent    Run node agent
    kubectl  Run kubectl
+   token    Manage tokens (create, list, delete, generate, rotate)
+   certificate rotate  Rotate the leaf certificates (k3s stopped)
 
 GLOBAL OPTIONS:
    --version, -v  print the version

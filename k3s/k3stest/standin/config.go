@@ -30,6 +30,11 @@ type ServerConfig struct {
 	KubeconfigPath  string   // --write-kubeconfig, K3S_KUBECONFIG_OUTPUT
 	ServiceCIDR     string   // --service-cidr; default 10.43.0.0/16
 	APIServerArgs   []string // --kube-apiserver-arg k=v, appended to the apiserver's flags
+	ConfigFile      string   // --config, -c, K3S_CONFIG_FILE; default DefaultConfigFile
+
+	// ConfigWarnings are k3s's warnings about config-file keys that are
+	// not server flags (skipped).
+	ConfigWarnings []string
 
 	// Stand-in only: etcd's client and peer ports (k3s: 2379, 2380), so
 	// several servers can run on one loopback.
@@ -57,15 +62,47 @@ type ServerConfig struct {
 // ParseServerArgs parses `k3s server` arguments. lookupEnv is os.LookupEnv
 // in the binary. An unknown flag or a bad value is an error.
 func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (ServerConfig, error) {
-	cfg := ServerConfig{}
-	fs := pflag.NewFlagSet("server", pflag.ContinueOnError)
+	args, warnings, err := withConfigFile("server", args, lookupEnv, func() *pflag.FlagSet {
+		fs, _, _ := serverFlags(&ServerConfig{})
+		return fs
+	})
+	if err != nil {
+		return ServerConfig{}, err
+	}
+	cfg := ServerConfig{ConfigWarnings: warnings}
+	fs, tokenFile, agentTokenFile := serverFlags(&cfg)
+	if err := fs.Parse(args); err != nil {
+		return ServerConfig{}, fmt.Errorf("standin: server: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return ServerConfig{}, fmt.Errorf("standin: server: unexpected arguments %q", fs.Args())
+	}
+	var ignored []string
+	fs.Visit(func(f *pflag.Flag) {
+		switch f.Name {
+		case "disable":
+			ignored = append(ignored, f.Name)
+		default:
+			if slices.Contains(ignoredStrings, f.Name) || slices.Contains(ignoredArrays, f.Name) || slices.Contains(ignoredBools, f.Name) {
+				ignored = append(ignored, f.Name)
+			}
+		}
+	})
+	cfg.Ignored = ignored
+	return finishServerConfig(cfg, fs, tokenFile, agentTokenFile, lookupEnv)
+}
+
+// serverFlags defines `k3s server`'s flags on cfg; the token file flags'
+// values are returned apart.
+func serverFlags(cfg *ServerConfig) (fs *pflag.FlagSet, tokenFile, agentTokenFile *string) {
+	fs = pflag.NewFlagSet("server", pflag.ContinueOnError)
 	fs.SetOutput(discard{})
 	fs.BoolVar(&cfg.ClusterInit, "cluster-init", false, "")
 	fs.StringVarP(&cfg.DataDir, "data-dir", "d", "/var/lib/rancher/k3s", "")
 	fs.StringVar(&cfg.BindAddress, "bind-address", "", "")
 	fs.IntVar(&cfg.HTTPSListenPort, "https-listen-port", 6443, "")
 	fs.StringVarP(&cfg.Token, "token", "t", "", "")
-	tokenFile := fs.String("token-file", "", "")
+	tokenFile = fs.String("token-file", "", "")
 	fs.StringArrayVar(&cfg.TLSSANs, "tls-san", nil, "")
 	fs.StringVar(&cfg.NodeName, "node-name", "", "")
 	fs.StringVarP(&cfg.NodeIP, "node-ip", "i", "", "")
@@ -80,9 +117,9 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 	fs.StringVar(&cfg.NodePasswordFile, "standin-node-password-file", DefaultNodePasswordFile, "")
 	fs.StringVarP(&cfg.Server, "server", "s", "", "")
 	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "standin-node-monitor-grace-period", DefaultNodeMonitorGracePeriod, "")
-	var ignored []string
+	fs.StringVarP(&cfg.ConfigFile, "config", "c", DefaultConfigFile, "")
 	fs.StringVar(&cfg.AgentToken, "agent-token", "", "")
-	agentTokenFile := fs.String("agent-token-file", "", "")
+	agentTokenFile = fs.String("agent-token-file", "", "")
 	for _, name := range ignoredStrings {
 		fs.String(name, criticalDefaults[name], "")
 	}
@@ -93,23 +130,12 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 	for _, name := range ignoredBools {
 		fs.Bool(name, false, "")
 	}
-	if err := fs.Parse(args); err != nil {
-		return ServerConfig{}, fmt.Errorf("standin: server: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return ServerConfig{}, fmt.Errorf("standin: server: unexpected arguments %q", fs.Args())
-	}
-	fs.Visit(func(f *pflag.Flag) {
-		switch f.Name {
-		case "disable":
-			ignored = append(ignored, f.Name)
-		default:
-			if slices.Contains(ignoredStrings, f.Name) || slices.Contains(ignoredArrays, f.Name) || slices.Contains(ignoredBools, f.Name) {
-				ignored = append(ignored, f.Name)
-			}
-		}
-	})
-	cfg.Ignored = ignored
+	return fs, tokenFile, agentTokenFile
+}
+
+// finishServerConfig fills in what parsing leaves: critical values, K3S_*
+// variables for flags not set, token files, checks and defaults.
+func finishServerConfig(cfg ServerConfig, fs *pflag.FlagSet, tokenFile, agentTokenFile *string, lookupEnv func(string) (string, bool)) (ServerConfig, error) {
 	cfg.Critical = map[string]string{}
 	for _, name := range []string{"cluster-cidr", "service-cidr", "cluster-dns", "cluster-domain", "flannel-backend", "egress-selector-mode"} {
 		cfg.Critical[name] = fs.Lookup(name).Value.String()
@@ -129,6 +155,9 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 		if v, ok := lookupEnv(name); ok && v != "" {
 			*dst = v
 		}
+	}
+	if v, ok := lookupEnv("K3S_CONFIG_FILE"); ok && v != "" {
+		cfg.ConfigFile = v // k3s: the variable wins over --config
 	}
 	env("data-dir", "K3S_DATA_DIR", &cfg.DataDir)
 	env("token", "K3S_TOKEN", &cfg.Token)
@@ -199,7 +228,7 @@ var criticalDefaults = map[string]string{
 
 var (
 	ignoredStrings = []string{"advertise-address", "node-external-ip", "flannel-iface", "flannel-backend",
-		"cluster-cidr", "cluster-dns", "cluster-domain", "config", "resolv-conf", "private-registry",
+		"cluster-cidr", "cluster-dns", "cluster-domain", "resolv-conf", "private-registry",
 		"pause-image", "egress-selector-mode", "log"}
 	ignoredArrays = []string{"kubelet-arg", "kube-proxy-arg", "kube-controller-manager-arg",
 		"kube-scheduler-arg", "kube-cloud-controller-manager-arg", "etcd-arg"}

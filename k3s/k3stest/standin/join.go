@@ -16,23 +16,31 @@ import (
 	"time"
 )
 
-// joinToken is a parsed k3s token: K10<ca hash>::<user>:<password>, or a
-// short token (the bare password, no CA hash).
+// joinToken is a parsed k3s token: K10<ca hash>::<user>:<password> or
+// K10<ca hash>::<id>.<secret> (a bootstrap token), or a short token (the
+// bare password or bootstrap token, no CA hash).
 type joinToken struct {
-	caHash   string // 64 hex characters; empty for a short token
-	user     string // empty for a short token
-	password string
+	caHash    string // 64 hex characters; empty for a short token
+	user      string // empty for a short token or a bootstrap token
+	password  string
+	bootstrap string // <id>.<secret>, sent as a Bearer token; then user and password are empty
 }
 
 // parseJoinToken parses a full or short token.
 func parseJoinToken(tok string) (joinToken, error) {
 	tok = strings.TrimSpace(tok)
 	if !strings.HasPrefix(tok, "K10") {
+		if isBootstrapToken(tok) {
+			return joinToken{bootstrap: tok}, nil
+		}
 		return joinToken{password: tok}, nil
 	}
 	hash, creds, ok := strings.Cut(tok[3:], "::")
 	if !ok || len(hash) != 64 {
 		return joinToken{}, errors.New("failed to normalize token; must be in format K10<CA-HASH>::<USERNAME>:<PASSWORD> or <PASSWORD>")
+	}
+	if isBootstrapToken(creds) {
+		return joinToken{caHash: hash, bootstrap: creds}, nil
 	}
 	user, pw, ok := strings.Cut(creds, ":")
 	if !ok || user == "" || pw == "" {
@@ -49,6 +57,8 @@ type supervisorClient struct {
 	http  *http.Client
 	user  string
 	pw    string
+	// bearer is a bootstrap token sent instead of user and pw.
+	bearer string
 }
 
 // validateServer does what k3s's ParseAndValidateToken does: fetch
@@ -91,6 +101,9 @@ func validateServer(ctx context.Context, server, token, user string, warn func(s
 	if string(again) != string(caPEM) {
 		return nil, fmt.Errorf("failed to get CA certs: %s/cacerts changed between two reads", server)
 	}
+	if tok.bootstrap != "" {
+		return &supervisorClient{url: server, caPEM: caPEM, http: verified, bearer: tok.bootstrap}, nil
+	}
 	if user == "" {
 		user = tok.user
 	}
@@ -103,6 +116,13 @@ func validateServer(ctx context.Context, server, token, user string, warn func(s
 // get fetches path with Basic auth (user may be empty); an answer other
 // than 200 is an error "<url>: <status>", as k3s reports them.
 func (c *supervisorClient) get(ctx context.Context, path string, header map[string]string) ([]byte, error) {
+	if c.bearer != "" {
+		h := map[string]string{"Authorization": "Bearer " + c.bearer}
+		for k, v := range header {
+			h[k] = v
+		}
+		return getWithHeader(ctx, c.http, c.url+path, "", "", h)
+	}
 	return getWithHeader(ctx, c.http, c.url+path, c.user, c.pw, header)
 }
 

@@ -76,6 +76,12 @@ func TestParseJoinToken(t *testing.T) {
 	tok, err = parseJoinToken("short")
 	require.NoError(t, err)
 	assert.Equal(t, joinToken{password: "short"}, tok)
+	tok, err = parseJoinToken("K10" + hash + "::abcdef.0123456789abcdef")
+	require.NoError(t, err)
+	assert.Equal(t, joinToken{caHash: hash, bootstrap: "abcdef.0123456789abcdef"}, tok)
+	tok, err = parseJoinToken("abcdef.0123456789abcdef")
+	require.NoError(t, err)
+	assert.Equal(t, joinToken{bootstrap: "abcdef.0123456789abcdef"}, tok)
 	for _, bad := range []string{"K10abc::server:pw", "K10" + hash + "::server", "K10" + hash + "server:pw"} {
 		_, err := parseJoinToken(bad)
 		assert.Error(t, err, bad)

@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -84,6 +85,58 @@ func (ca *keyPair) issue(cn string, orgs []string, dnsNames []string, ips []net.
 		return nil, fmt.Errorf("standin: certificate for %s: %w", cn, err)
 	}
 	return newKeyPair(der, key)
+}
+
+// certRenewBefore: k3s renews a leaf certificate on start once it has
+// fewer than 120 days left (90 before the May 2025 releases;
+// docs/cli/certificate.md). k3s keeps the key then; the stand-in makes a
+// new one.
+const certRenewBefore = 120 * 24 * time.Hour
+
+// loadOrIssue reuses the certificate and key at crtPath and keyPath when
+// they still fit, as k3s does on every start (deps createClientCertKey):
+// signed by ca, with cn and orgs, every SAN asked for (more are fine), at
+// least certRenewBefore left, and the key matching. Otherwise it issues a
+// new one and writes it.
+func (ca *keyPair) loadOrIssue(crtPath, keyPath, cn string, orgs, dnsNames []string, ips []net.IP, usage x509.ExtKeyUsage, now time.Time) (*keyPair, error) {
+	if kp, err := loadKeyPair(crtPath, keyPath); err == nil && kp.fits(ca, cn, orgs, dnsNames, ips, now) {
+		return kp, nil
+	}
+	kp, err := ca.issue(cn, orgs, dnsNames, ips, usage)
+	if err != nil {
+		return nil, err
+	}
+	return kp, kp.write(crtPath, keyPath)
+}
+
+// fits reports whether kp can be kept (see loadOrIssue).
+func (kp *keyPair) fits(ca *keyPair, cn string, orgs, dnsNames []string, ips []net.IP, now time.Time) bool {
+	c := kp.cert
+	if c.Subject.CommonName != cn || !sameSet(c.Subject.Organization, orgs) || now.Add(certRenewBefore).After(c.NotAfter) {
+		return false
+	}
+	for _, d := range dnsNames {
+		if !slices.Contains(c.DNSNames, d) {
+			return false
+		}
+	}
+	for _, ip := range ips {
+		if !slices.ContainsFunc(c.IPAddresses, ip.Equal) {
+			return false
+		}
+	}
+	if c.CheckSignatureFrom(ca.cert) != nil {
+		return false
+	}
+	pub, ok := kp.key.Public().(interface{ Equal(crypto.PublicKey) bool })
+	return ok && pub.Equal(c.PublicKey)
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }
 
 func newKeyPair(der []byte, key crypto.Signer) (*keyPair, error) {

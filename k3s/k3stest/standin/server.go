@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -35,6 +36,9 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 	log.Info(fmt.Sprintf("Starting k3s %s (%s)", v.K3s, v.short()))
 	for _, f := range cfg.Ignored {
 		log.Warn("flag not implemented by the k3s stand-in; ignored", "flag", "--"+f)
+	}
+	if err := checkServerToken(cfg.Token); err != nil {
+		return fmt.Errorf("starting kubernetes: preparing server: %w", err)
 	}
 	serverDir := filepath.Join(cfg.DataDir, "server")
 	tlsDir := filepath.Join(serverDir, "tls")
@@ -104,18 +108,16 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 		return err
 	}
 	dns, ips := servingSANs(cfg, nodeIP)
-	serving, err := serverCA.issue("kube-apiserver", nil, dns, ips, x509.ExtKeyUsageServerAuth)
+	// Leaf certificates are kept across restarts unless expiring or
+	// missing a name (k3s deps: createClientCertKey); `k3s certificate
+	// rotate` deletes them.
+	if _, err := serverCA.loadOrIssue(filepath.Join(tlsDir, "serving-kube-apiserver.crt"), filepath.Join(tlsDir, "serving-kube-apiserver.key"),
+		"kube-apiserver", nil, dns, ips, x509.ExtKeyUsageServerAuth, time.Now()); err != nil {
+		return err
+	}
+	admin, err := clientCA.loadOrIssue(filepath.Join(tlsDir, "client-admin.crt"), filepath.Join(tlsDir, "client-admin.key"),
+		"system:admin", []string{"system:masters"}, nil, nil, x509.ExtKeyUsageClientAuth, time.Now())
 	if err != nil {
-		return err
-	}
-	if err := serving.write(filepath.Join(tlsDir, "serving-kube-apiserver.crt"), filepath.Join(tlsDir, "serving-kube-apiserver.key")); err != nil {
-		return err
-	}
-	admin, err := clientCA.issue("system:admin", []string{"system:masters"}, nil, nil, x509.ExtKeyUsageClientAuth)
-	if err != nil {
-		return err
-	}
-	if err := admin.write(filepath.Join(tlsDir, "client-admin.crt"), filepath.Join(tlsDir, "client-admin.key")); err != nil {
 		return err
 	}
 
@@ -169,6 +171,11 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 		defer etcd.Close()
 	}
 	log.Info("ETCD server is now running")
+	kv := v3client.New(etcd.Server)
+	defer kv.Close()
+	if err := reconcilePasswd(ctx, kv, serverDir, cfg.Token, serverCA.certPEM); err != nil {
+		return fmt.Errorf("starting kubernetes: preparing server: %w", err)
+	}
 	go manageLearners(ctx, etcd, log)
 
 	// kube-apiserver, behind the supervisor.
@@ -185,6 +192,8 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 		return err
 	}
 	sup.etcd.Store(etcd)
+	sup.kv = kv
+	go sup.watchPasswd(ctx)
 	sup.httpsPort = strconv.Itoa(cfg.HTTPSListenPort)
 	sup.critical = cfg.Critical
 	apiCtx, stopAPI := context.WithCancel(ctx)

@@ -18,8 +18,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,11 +41,14 @@ import (
 //	/v1-k3s/server-bootstrap       Basic auth, user server only
 //	/v1-k3s/apiservers             Basic auth: the servers' host:port list
 //	/v1-k3s/config                 Basic auth, user server only: critical values
+//	/v1-k3s/token                  Basic auth, user server only: PUT rotates the server token
 //	/db/info                       Basic auth, user server only: etcd members
 //
 // Everything else goes to the kube-apiserver.
 type supervisor struct {
 	caPEM     []byte
+	serverDir string
+	mu        sync.RWMutex // guards serverPW, nodePW and bootstrap["cred/passwd"], which a token rotation changes
 	serverPW  string
 	nodePW    string
 	bootstrap map[string][]byte // file name under server/ → contents
@@ -51,6 +57,7 @@ type supervisor struct {
 	critical  map[string]string // this server's critical configuration values
 	etcd      atomic.Pointer[embed.Etcd]
 	client    kubernetes.Interface // admin client of the local apiserver
+	kv        *clientv3.Client     // in-process client of the local etcd member
 	log       *slog.Logger
 }
 
@@ -72,7 +79,7 @@ func newSupervisor(serverDir string, caPEM []byte, clientCA *keyPair, client kub
 	if err != nil {
 		return nil, err
 	}
-	s := &supervisor{caPEM: caPEM, serverPW: serverPW, nodePW: nodePW, clientCA: clientCA, client: client, log: log,
+	s := &supervisor{caPEM: caPEM, serverDir: serverDir, serverPW: serverPW, nodePW: nodePW, clientCA: clientCA, client: client, log: log,
 		bootstrap: map[string][]byte{}}
 	for _, f := range bootstrapFiles {
 		b, err := os.ReadFile(filepath.Join(serverDir, f))
@@ -106,7 +113,18 @@ func (s *supervisor) wrap(next http.Handler) http.Handler {
 		case "/v1-k3s/server-bootstrap":
 			if _, ok := s.authenticate(w, r, "server"); ok {
 				w.Header().Set("Content-Type", "application/json")
-				json.NewEncoder(w).Encode(s.bootstrap)
+				s.mu.RLock()
+				b, err := json.Marshal(s.bootstrap)
+				s.mu.RUnlock()
+				if err != nil {
+					http.Error(w, err.Error(), http.StatusInternalServerError)
+					return
+				}
+				w.Write(b)
+			}
+		case "/v1-k3s/token":
+			if _, ok := s.authenticate(w, r, "server"); ok {
+				s.rotateToken(w, r)
 			}
 		case "/v1-k3s/apiservers":
 			if _, ok := s.authenticate(w, r, "server", "node"); ok {
@@ -127,12 +145,13 @@ func (s *supervisor) wrap(next http.Handler) http.Handler {
 	})
 }
 
-// authenticate checks HTTP Basic credentials against server/cred/passwd
-// and the user against roles; it answers 401 or 403 itself.
+// authenticate checks the request's credentials — HTTP Basic against
+// server/cred/passwd, or a bootstrap token as Bearer (k3s token create),
+// which acts as the node user — and the user against roles; it answers
+// 401 or 403 itself.
 func (s *supervisor) authenticate(w http.ResponseWriter, r *http.Request, roles ...string) (string, bool) {
-	user, pw, ok := r.BasicAuth()
-	want := map[string]string{"server": s.serverPW, "node": s.nodePW}[user]
-	if !ok || want == "" || subtle.ConstantTimeCompare([]byte(pw), []byte(want)) != 1 {
+	user, ok := s.credentials(r)
+	if !ok {
 		s.log.Error(fmt.Sprintf("Failed to authenticate request from %s: invalid username/password combination", r.RemoteAddr))
 		http.Error(w, "Unauthorized", http.StatusUnauthorized)
 		return "", false
@@ -144,6 +163,24 @@ func (s *supervisor) authenticate(w http.ResponseWriter, r *http.Request, roles 
 	}
 	http.Error(w, "Forbidden", http.StatusForbidden)
 	return "", false
+}
+
+// credentials returns the authenticated user of r, if any.
+func (s *supervisor) credentials(r *http.Request) (string, bool) {
+	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		if s.client != nil && validBootstrapToken(r.Context(), s.client, strings.TrimSpace(tok), time.Now()) {
+			return "node", true
+		}
+		return "", false
+	}
+	user, pw, ok := r.BasicAuth()
+	s.mu.RLock()
+	want := map[string]string{"server": s.serverPW, "node": s.nodePW}[user]
+	s.mu.RUnlock()
+	if !ok || want == "" || subtle.ConstantTimeCompare([]byte(pw), []byte(want)) != 1 {
+		return "", false
+	}
+	return user, true
 }
 
 // errNodePassword is k3s's refusal of a node name already registered with

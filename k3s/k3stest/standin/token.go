@@ -95,8 +95,7 @@ func passwdEntryFrom(passwd []byte, user string) (string, error) {
 // link to token when the agent password is the server's, else its own
 // K10<hash>::node:<agent password> file (0600).
 func writeTokens(serverDir string, caPEM []byte, password, agentPW string) error {
-	passwd := fmt.Sprintf("%s,server,server,k3s:server\n%s,node,node,k3s:agent\n", password, agentPW)
-	if err := writeFile(filepath.Join(serverDir, "cred", "passwd"), []byte(passwd), 0o600); err != nil {
+	if err := writeFile(filepath.Join(serverDir, "cred", "passwd"), formatPasswd(password, agentPW), 0o600); err != nil {
 		return err
 	}
 	token := FormatToken(caPEM, "server", password) + "\n"
