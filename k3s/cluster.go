@@ -50,6 +50,7 @@ func (p *Provider) Plan(_ context.Context, r *manifest.Resource) ([]*manifest.Re
 	if err != nil {
 		return nil, err
 	}
+	p.drains.Store(r.Metadata.Name, s.Drain)
 	var out []*manifest.Resource
 	var first, lastServer string
 	for _, m := range members {

@@ -45,14 +45,28 @@ func (p *Provider) removeFromCluster(ctx context.Context, name string, prior *ma
 		if err != nil {
 			return err
 		}
-		servers := 0
+		// The servers left must be a quorum of the membership they are
+		// left with, all of them healthy: removing a member while another
+		// is down can leave etcd without one.
+		servers, others := 0, 0
+		var down []string
 		for _, n := range nodes {
-			if slices.Contains(n.Roles, "etcd") || slices.Contains(n.Roles, "control-plane") {
-				servers++
+			if !slices.Contains(n.Roles, "etcd") && !slices.Contains(n.Roles, "control-plane") {
+				continue
+			}
+			servers++
+			if n.Name == name {
+				continue
+			}
+			if n.Ready {
+				others++
+			} else {
+				down = append(down, n.Name)
 			}
 		}
-		if left, need := servers-1, servers/2+1; left < need {
-			return errcode.New(errcode.Conflict, fmt.Sprintf("k3s: node %s: removing it would leave %d of %d servers, fewer than the %d etcd needs for a quorum: add servers first, or delete the whole cluster", name, left, servers, need))
+		if need := (servers-1)/2 + 1; servers > 1 && others < need {
+			return errcode.New(errcode.Conflict, fmt.Sprintf("k3s: node %s: removing it would leave %d healthy of %d servers (%s not Ready), fewer than the %d etcd needs for a quorum: bring them back first, or delete the whole cluster",
+				name, others, servers-1, strings.Join(down, ", "), need))
 		}
 	}
 	var policy *DrainSpec
@@ -60,6 +74,9 @@ func (p *Provider) removeFromCluster(ctx context.Context, name string, prior *ma
 		if s, err := DecodeNodeSpec(prior); err == nil {
 			policy = s.Drain
 		}
+	}
+	if d, ok := p.drains.Load(clusterOf(prior)); ok {
+		policy = d.(*DrainSpec)
 	}
 	if err := cordonAndDrain(ctx, cs, node, policy); err != nil {
 		return errcode.New(errcode.Conflict, fmt.Sprintf("k3s: node %s: %v: it stays, cordoned; nothing after it is removed", name, err))
@@ -125,10 +142,7 @@ func isServer(n *corev1.Node) bool {
 // otherServerAPI returns the API of the cluster prior's node belongs to,
 // through a server other than name that answers; nil when there is none.
 func (p *Provider) otherServerAPI(ctx context.Context, name string, prior *manifest.Resource) (*kubeconfig.Cluster, error) {
-	cluster, _ := prior.Status["cluster"].(string)
-	if cluster == "" {
-		cluster, _ = prior.Spec["cluster"].(string)
-	}
+	cluster := clusterOf(prior)
 	rs := registry.RecordsOf(ctx)
 	if cluster == "" || rs == nil {
 		return nil, nil
@@ -172,4 +186,16 @@ func (p *Provider) otherServerAPI(ctx context.Context, name string, prior *manif
 		}
 	}
 	return nil, nil
+}
+
+// clusterOf is the cluster a recorded node belongs to, "" when none.
+func clusterOf(prior *manifest.Resource) string {
+	if prior == nil {
+		return ""
+	}
+	cluster, _ := prior.Status["cluster"].(string)
+	if cluster == "" {
+		cluster, _ = prior.Spec["cluster"].(string)
+	}
+	return cluster
 }

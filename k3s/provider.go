@@ -78,6 +78,10 @@ type Provider struct {
 	pkis     sync.Map // string → *agentPKI
 	agents   agentClients
 	rollouts sync.Map // cluster → *rollout
+	// drains are the drain policies of the clusters this provider planned,
+	// by name: a node that leaves its cluster is drained under the
+	// cluster's policy as now written, not the one it was created with.
+	drains sync.Map // cluster → *DrainSpec
 }
 
 var (
