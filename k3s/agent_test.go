@@ -109,6 +109,29 @@ func TestAgentRollout(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(out), "started")
 
+	// A stopped k3s: plan shows it, apply starts it through the agent
+	// (no SSH command but reads).
+	_, err = a1.Run(ctx, "rc-service", "k3s-agent", "stop")
+	require.NoError(t, err)
+	plan, err = e.engine.Plan(ctx, c)
+	require.NoError(t, err)
+	reasons = nil
+	for _, ch := range plan.Changes {
+		if ch.ID.Name == "ag-a1" {
+			reasons = append(reasons, ch.Reasons...)
+		}
+	}
+	assert.Contains(t, strings.Join(reasons, "\n"), "the k3s-agent service is inactive")
+	e.takeSteps()
+	_, err = e.engine.Apply(ctx, c)
+	require.NoError(t, err)
+	for _, s := range e.takeSteps() {
+		assert.NotContains(t, s, "start k3s", "started through the agent, not SSH")
+	}
+	out, err = a1.Run(ctx, "rc-service", "k3s-agent", "status")
+	require.NoError(t, err)
+	assert.Contains(t, string(out), "started")
+
 	_, err = e.engine.Delete(ctx, c.ID())
 	require.NoError(t, err)
 	for _, h := range []*k3stest.Host{s1, a1} {

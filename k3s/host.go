@@ -24,6 +24,9 @@ const (
 	tokenPath     = dataDir + "/server/token"
 	agentTokPath  = dataDir + "/server/agent-token"
 	manifestsDir  = dataDir + "/server/manifests"
+	// kubeletKubeconfig is how an agent's kubelet reaches the API (as
+	// its own Node, which it may read).
+	kubeletKubeconfig = dataDir + "/agent/kubelet.kubeconfig"
 	// installedPath records, on a node installed by the install script,
 	// the hash of what it was run with (installHash).
 	installedPath = "/etc/rancher/k3s/openctl-install.sha256"
@@ -284,6 +287,14 @@ func startScript(init, role string, restart bool) string {
 		return fmt.Sprintf("rc-update add %s default >/dev/null\nrc-service %s %s", svc, svc, verb)
 	}
 	return fmt.Sprintf("systemctl daemon-reload\nsystemctl enable %s >/dev/null 2>&1\nsystemctl %s --no-block %s", unitPath(init, role), verb, svc)
+}
+
+// stopScript stops a role's service.
+func stopScript(init, role string) string {
+	if init == initOpenRC {
+		return "rc-service " + service(role) + " stop"
+	}
+	return "systemctl stop " + service(role)
 }
 
 func sha256Hex(b []byte) string {

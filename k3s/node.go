@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/openctl/openctl/agent"
 	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
@@ -88,22 +91,23 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 	if err != nil {
 		return nil, p.nodeErr(name, "inspect", err)
 	}
+	a, withAgent, err := p.nodePKI(ctx, firstOf(s.Cluster, name), s)
+	if err != nil {
+		return nil, p.nodeErr(name, "read the agent PKI", err)
+	}
+	// Whether the node's agent answers now: day-2 steps go through it.
+	agentUp := false
+	if withAgent && pr.binary != "" {
+		_, why := p.agentStatus(ctx, s.Address, a)
+		agentUp = why == ""
+	}
 	if pr.version != "" && pr.version != s.K3s.Version {
 		if err := checkUpgrade(name, pr.version, s.K3s.Version); err != nil {
 			return nil, err
 		}
 		// A running node with an agent is upgraded through it; without
 		// one, the new binary is installed and k3s restarted below.
-		a, ok, err := p.nodePKI(ctx, firstOf(s.Cluster, name), s)
-		if err != nil {
-			return nil, p.nodeErr(name, "read the agent PKI", err)
-		}
-		if ok && pr.active && s.K3s.method() == InstallUpload {
-			if _, why := p.agentStatus(ctx, s.Address, a); why != "" {
-				ok = false // installed without one: the SSH path
-			}
-		}
-		if ok && pr.active && s.K3s.method() == InstallUpload {
+		if agentUp && pr.active && s.K3s.method() == InstallUpload {
 			if err := p.upgradeNode(ctx, h, name, loc, s, a, pr.version); err != nil {
 				return nil, err
 			}
@@ -175,7 +179,38 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 		}
 		changed = true
 	}
-	if changed || !pr.active {
+	if !changed && pr.binary != "" && !s.Init && s.Kubeconfig != "" {
+		// Installed, but gone from the cluster's API (its Node deleted):
+		// an agent registers again when restarted; a joining server,
+		// whose etcd member went with its Node, joins afresh once its
+		// datastore is gone.
+		missing, err := p.missingFromAPI(ctx, h, name, loc, s)
+		if err != nil {
+			return nil, p.nodeErr(name, "look for it in the cluster's API", err)
+		}
+		if missing {
+			registry.ReportStep(ctx, "re-joining "+name+", missing from the cluster's API")
+			if s.Role == RoleServer {
+				if _, err := h.Run(ctx, remote.Command{Step: "clear the datastore", Script: stopScript(pr.init, s.Role) + "\nrm -rf " + dataDir + "/server/db"}); err != nil {
+					return nil, p.nodeErr(name, "clear the datastore", err)
+				}
+				pr.active = false
+			}
+			changed = true
+		}
+	}
+	switch {
+	case !changed && !pr.active && agentUp:
+		// Only stopped: the agent starts it.
+		registry.ReportStep(ctx, "starting k3s through its agent")
+		c, err := p.agentClient(s.Address, a)
+		if err == nil {
+			err = c.Start(ctx)
+		}
+		if err != nil {
+			return nil, p.nodeErr(name, "start k3s through the agent", err)
+		}
+	case changed || !pr.active:
 		registry.ReportStep(ctx, "starting k3s")
 		if _, err := h.Run(ctx, remote.Command{Step: "start k3s", Script: startScript(pr.init, s.Role, changed && pr.active)}); err != nil {
 			return nil, p.nodeErr(name, "start k3s", err)
@@ -186,11 +221,7 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 	if err != nil {
 		return nil, err
 	}
-	a, ok, err := p.nodePKI(ctx, firstOf(s.Cluster, name), s)
-	if err != nil {
-		return nil, p.nodeErr(name, "read the agent PKI", err)
-	}
-	if ok {
+	if withAgent {
 		registry.ReportStep(ctx, "installing the agent")
 		info, err := p.installAgent(ctx, h, pr.init, pr.uname, name, s.Address, a)
 		if err != nil {
@@ -212,6 +243,20 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 	}
 	out := &manifest.Resource{APIVersion: r.APIVersion, Kind: r.Kind, Metadata: r.Metadata, Spec: r.Spec, Status: st}
 	return out, nil
+}
+
+// missingFromAPI reports whether the cluster's API answers without node
+// name in it.
+func (p *Provider) missingFromAPI(ctx context.Context, h *remote.Host, name string, loc *location, s *NodeSpec) (bool, error) {
+	api, err := p.nodeAPI(ctx, h, name, loc, s)
+	if err != nil {
+		return false, err
+	}
+	_, err = api.Kubernetes().CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return false, err
 }
 
 // firstOf returns the first non-empty string.
@@ -317,8 +362,12 @@ else
   rc-service "$svc" status >/dev/null 2>&1 && echo state=active || echo state=inactive
 fi
 [ -x ` + binPath + ` ] && echo "version=$(` + binPath + ` --version 2>/dev/null | head -n1 | cut -d' ' -f3)"
+ready() { ` + binPath + ` kubectl --kubeconfig="$1" --request-timeout=5s get node "$name" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null; }
+if [ "$svc" = k3s-agent ] && [ -e ` + kubeletKubeconfig + ` ]; then
+  echo "ready=$(ready ` + kubeletKubeconfig + `)"
+fi
 if [ "$svc" = k3s ] && [ -e ` + kubeconfigOut + ` ]; then
-  echo "ready=$(` + binPath + ` kubectl --request-timeout=5s get node "$name" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)"
+  echo "ready=$(ready ` + kubeconfigOut + `)"
   for f in ` + tokenPath + ` ` + agentTokPath + ` ` + kubeconfigOut + `; do
     echo "--- $f"; cat "$f" 2>/dev/null; echo
   done
@@ -364,7 +413,10 @@ func (p *Provider) nodeStatus(ctx context.Context, h *remote.Host, name string, 
 	case kv["state"] != "active":
 		st["phase"] = PhaseStopped
 		st["message"] = "the " + service(loc.Role) + " service is " + kv["state"]
-	case loc.Role == RoleServer && kv["ready"] != "True":
+	case kv["ready"] == "":
+		st["phase"] = PhaseNotReady
+		st["message"] = "the Node is not in the cluster's API (or the API does not answer)"
+	case kv["ready"] != "True":
 		st["phase"] = PhaseNotReady
 		st["message"] = "the Node is not Ready in the API yet"
 	default:

@@ -3,6 +3,7 @@ package k3s_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -76,6 +77,18 @@ func TestScale(t *testing.T) {
 	f, err := e.engine.Get(ctx, c.ID())
 	require.NoError(t, err)
 	assert.Equal(t, "4/4", f.Resource.Status["readyNodes"])
+
+	// A joined server deleted from the API loses its etcd member and
+	// stops; apply joins it again from a fresh datastore.
+	_, err = s1.Run(ctx, "k3s", "kubectl", "delete", "node", "sc-s3")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		out, _ := s3.Run(ctx, "systemctl", "is-active", "k3s")
+		return strings.TrimSpace(string(out)) != "active"
+	}, time.Minute, 500*time.Millisecond, "a server whose member was removed exits")
+	_, err = e.engine.Apply(ctx, c)
+	require.NoError(t, err)
+	assert.Equal(t, "sc-a1 sc-s1 sc-s2 sc-s3", nodes())
 
 	// Back to one server: the other two leave one at a time.
 	c = e.cluster("sc", []*k3stest.Host{s1}, []*k3stest.Host{a1})
