@@ -242,6 +242,30 @@ func TestKubeVIPFailover(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, leader.Name(), holder, "the Lease's holder holds the VIP")
 
+	// A graceful stop (SIGTERM) removes the VIP, then releases the Lease,
+	// so another server takes over without waiting for it to expire.
+	stopped := time.Now()
+	out, err := leader.Run(ctx, "systemctl", "stop", "k3s")
+	require.NoError(t, err, "%s", out)
+	assert.Empty(t, vipHolders(ctx, t, []*k3stest.Host{leader}, vip), "the stopped server let the VIP go")
+	eventually(t, 15*time.Second, "another server takes the VIP after a graceful stop", func() (bool, string) {
+		h := vipHolders(ctx, t, hosts, vip)
+		return len(h) == 1 && h[0] != leader.Name(), fmt.Sprint(h)
+	})
+	t.Logf("graceful handover: %s took the VIP %s after `systemctl stop k3s` on %s",
+		vipHolders(ctx, t, hosts, vip)[0], time.Since(stopped).Round(time.Millisecond), leader.Name())
+	assert.Contains(t, kubeVIPLog(leader), fmt.Sprintf(`msg="kube-vip: removing %s/32 from eth0: kube-vip is stopping"`, vip))
+	out, err = leader.Run(ctx, "systemctl", "start", "k3s")
+	require.NoError(t, err, "%s", out)
+	holders = vipHolders(ctx, t, hosts, vip)
+	require.Len(t, holders, 1, "exactly one server holds %s after the restart", vip)
+	require.NotEqual(t, leader.Name(), holders[0], "the restarted server does not take the VIP back")
+	leader = byName[holders[0]]
+	eventually(t, 10*time.Second, "the Lease names "+leader.Name(), func() (bool, string) {
+		h, err := leaseHolder(c)
+		return err == nil && h == leader.Name(), fmt.Sprintf("holder %q, err %v", h, err)
+	})
+
 	// The other two get a neighbour entry for the VIP at the leader's
 	// address, as if they had talked to it: only the next leader's
 	// gratuitous ARP can change it, as nothing on them uses the VIP.
