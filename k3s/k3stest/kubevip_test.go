@@ -327,6 +327,19 @@ func TestKubeVIPFailover(t *testing.T) {
 	require.NoError(t, err, "%s", b)
 	assert.Contains(t, string(b), "lladdr "+nextMAC)
 
+	// The harness keeps a powered-off host's network namespace, so the
+	// old leader's eth0 still carries the VIP when it boots again (a real
+	// machine would have lost it): its k3s starts at boot and the
+	// emulation removes the stale address before it joins the election.
+	booted := time.Now()
+	require.NoError(t, leader.PowerOn(ctx))
+	eventually(t, 60*time.Second, "after "+leader.Name()+" boots, only "+next.Name()+" holds the VIP", func() (bool, string) {
+		h := vipHolders(ctx, t, hosts, vip)
+		return len(h) == 1 && h[0] == next.Name(), fmt.Sprint(h)
+	})
+	t.Logf("%s booted; its stale VIP was gone %s after power-on", leader.Name(), time.Since(booted).Round(time.Millisecond))
+	assert.Contains(t, kubeVIPLog(leader), "it is left from an earlier run and this node is not the leader")
+
 	// Removing the manifest stops the emulation: the VIP is released and
 	// so is the Lease.
 	for _, h := range hosts {
