@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -28,7 +29,7 @@ const manifestPoll = time.Second
 const kubeVIPAnnouncements = 3
 
 // watchManifests polls dir (server/manifests) until ctx ends. Every file
-// k3s would apply (*.yaml, *.yml, *.json) is recorded in the log when it
+// k3s would apply (*.yaml, *.yml, *.json, subdirectories included) is recorded in the log when it
 // appears, changes or goes; the stand-in applies none of them. While one
 // of them holds kube-vip (ParseKubeVIP) with cp_enable and
 // vip_leaderelection, it runs the kube-vip emulation (kubeVIP) with that
@@ -48,6 +49,7 @@ func watchManifests(ctx context.Context, dir, node string, nodeIP net.IP, client
 		stop     context.CancelFunc
 		done     chan struct{}
 		warnedOn KubeVIPConfig
+		dirErr   string // the last error reading dir, logged once
 	)
 	halt := func() {
 		if running {
@@ -61,8 +63,11 @@ func watchManifests(ctx context.Context, dir, node string, nodeIP net.IP, client
 	defer tick.Stop()
 	for {
 		files, err := manifestFiles(dir)
-		if err != nil && ctx.Err() == nil {
+		if msg := fmt.Sprint(err); err != nil && msg != dirErr {
 			log.Warn("reading manifests", "dir", dir, "err", err)
+			dirErr = msg
+		} else if err == nil {
+			dirErr = ""
 		}
 		var (
 			want  KubeVIPConfig
@@ -77,13 +82,20 @@ func watchManifests(ctx context.Context, dir, node string, nodeIP net.IP, client
 			sum := sha256.Sum256(data)
 			p, ok := seen[f]
 			if !ok || p.sum != sum {
+				prev := p
 				p = parsed{sum: sum}
 				p.cfg, p.err = ParseKubeVIP(data)
-				seen[f] = p
 				log.Info("Recorded manifest " + f + " (the k3s stand-in does not apply manifests)")
 				if p.err != nil && !errors.Is(p.err, ErrNoKubeVIP) {
 					log.Error(fmt.Sprintf("kube-vip: %s: %v", f, p.err))
+					// k3s fails to apply such a file and leaves what it
+					// applied before running.
+					if ok && prev.err == nil {
+						p.cfg, p.err = prev.cfg, nil
+						log.Warn("kube-vip: " + f + ": keeping the configuration read before")
+					}
 				}
+				seen[f] = p
 			}
 			if p.err != nil {
 				continue
@@ -130,22 +142,26 @@ func watchManifests(ctx context.Context, dir, node string, nodeIP net.IP, client
 	}
 }
 
-// manifestFiles lists the files of dir that k3s's deploy controller reads.
+// manifestFiles lists the files under dir, subdirectories included, that
+// k3s's deploy controller reads, in lexical order.
 func manifestFiles(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
 	var out []string
-	for _, e := range ents {
-		switch strings.ToLower(filepath.Ext(e.Name())) {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == dir {
+				return err
+			}
+			return nil // a subdirectory that went away meanwhile
+		}
+		switch strings.ToLower(filepath.Ext(p)) {
 		case ".yaml", ".yml", ".json":
-			if e.Type().IsRegular() || e.Type()&os.ModeSymlink != 0 {
-				out = append(out, filepath.Join(dir, e.Name()))
+			if d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0 {
+				out = append(out, p)
 			}
 		}
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // kubeVIP emulates kube-vip's control-plane mode on one server: leader

@@ -203,13 +203,18 @@ func TestManifestFiles(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, f), nil, 0o600))
 	}
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub.yaml"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sub.yaml", "f.YAML"), nil, 0o600))
 	got, err := manifestFiles(dir)
 	require.NoError(t, err)
 	var names []string
 	for _, p := range got {
-		names = append(names, filepath.Base(p))
+		rel, err := filepath.Rel(dir, p)
+		require.NoError(t, err)
+		names = append(names, rel)
 	}
-	assert.Equal(t, []string{"a.yml", "b.yaml", "c.json"}, names)
+	assert.Equal(t, []string{"a.yml", "b.yaml", "c.json", filepath.Join("sub.yaml", "f.YAML")}, names)
+	_, err = manifestFiles(filepath.Join(dir, "missing"))
+	assert.Error(t, err)
 }
 
 // syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
@@ -279,6 +284,17 @@ func TestWatchManifestsWithoutInterface(t *testing.T) {
 	}, 20*time.Second, 50*time.Millisecond, "%s", &logs)
 	assert.Contains(t, logs.String(), "kube-vip: configuration removed or changed; stopping")
 	assert.Equal(t, "node-a", holder())
+
+	// Edited into an invalid manifest: logged, and the emulation keeps
+	// running with what it had (no restart).
+	restarts := strings.Count(logs.String(), "kube-vip: starting from")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "vip.yaml"), []byte(strings.ReplaceAll(kubeVIPDaemonSet(env), "10.0.0.100", "10.0.0.300")), 0o600))
+	require.Eventually(t, func() bool {
+		return strings.Contains(logs.String(), "keeping the configuration read before")
+	}, 10*time.Second, 50*time.Millisecond, "%s", &logs)
+	assert.Contains(t, logs.String(), `address \"10.0.0.300\" is not an IP address`)
+	assert.Equal(t, restarts, strings.Count(logs.String(), "kube-vip: starting from"), "%s", &logs)
+	assert.Equal(t, 1, strings.Count(logs.String(), "kube-vip: configuration removed or changed; stopping"), "%s", &logs)
 
 	// Removed: stopped, the Lease released (client-go's release empties
 	// the holder).
