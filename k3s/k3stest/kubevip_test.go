@@ -109,9 +109,11 @@ func vipHolders(ctx context.Context, t *testing.T, hosts []*k3stest.Host, vip ne
 // on three hosts with kube-vip's manifest in server/manifests: one server
 // holds the VIP on eth0 and the Lease, the API answers on the VIP from the
 // root namespace with TLS verified (the VIP is in every server's SANs);
-// powering the holder off moves the VIP to another server within seconds,
-// and gratuitous ARP updates a bystander's neighbour entry; removing the
-// manifest releases the VIP and the Lease.
+// a graceful stop hands the VIP over; powering the holder off moves it to
+// another server within seconds, and gratuitous ARP updates a bystander's
+// neighbour entry; a rebooted old holder drops its stale VIP; removing
+// the manifest releases the VIP and the Lease, writing it again brings
+// the VIP back; and a holder that loses etcd quorum drops the VIP.
 func TestKubeVIPFailover(t *testing.T) {
 	bin := os.Getenv("K3S_STANDIN_BINARY")
 	if bin == "" {
@@ -359,5 +361,35 @@ func TestKubeVIPFailover(t *testing.T) {
 		return err == nil && h == "", fmt.Sprintf("holder %q, err %v", h, err)
 	})
 	assert.Contains(t, kubeVIPLog(next), "kube-vip: configuration removed or changed; stopping")
+
+	// Written again while the servers run: picked up, one server takes
+	// the VIP.
+	for _, h := range hosts {
+		require.NoError(t, h.WriteFile(ctx, vipManifest, []byte(kubeVIPYAML(vip.String(), "eth0")), 0o600))
+	}
+	eventually(t, 20*time.Second, "one server takes the VIP once the manifest is back", func() (bool, string) {
+		h := vipHolders(ctx, t, hosts, vip)
+		return len(h) == 1 && ping() == nil, fmt.Sprint(h)
+	})
+	last := byName[vipHolders(ctx, t, hosts, vip)[0]]
+	eventually(t, 10*time.Second, "the Lease names "+last.Name(), func() (bool, string) {
+		h, err := leaseHolder(c)
+		return err == nil && h == last.Name(), fmt.Sprintf("holder %q, err %v", h, err)
+	})
+
+	// Without etcd quorum the holder cannot renew the Lease: it gives the
+	// VIP up after the renew deadline instead of keeping it.
+	lost := time.Now()
+	for _, h := range hosts {
+		if h != last {
+			require.NoError(t, h.PowerOff(ctx))
+		}
+	}
+	eventually(t, 30*time.Second, last.Name()+" drops the VIP once it cannot renew the Lease", func() (bool, string) {
+		h := vipHolders(ctx, t, hosts, vip)
+		return len(h) == 0, fmt.Sprint(h)
+	})
+	t.Logf("quorum lost: %s dropped the VIP %s after the other two were powered off", last.Name(), time.Since(lost).Round(time.Millisecond))
+	assert.Contains(t, kubeVIPLog(last), fmt.Sprintf(`msg="kube-vip: removing %s/32 from eth0: this node is no longer the leader"`, vip))
 	t.Logf("whole test: %s", time.Since(began).Round(time.Millisecond))
 }
