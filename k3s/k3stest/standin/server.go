@@ -225,6 +225,24 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 	}
 	go n.runPods(ctx)
 	go watchNodes(ctx, client, etcd, log)
+	// kube-vip: while server/manifests holds it, this server takes part
+	// in its election (kubevip_run.go). It stops before the API does,
+	// whatever ends the server, so the VIP and the Lease are released.
+	vipCtx, stopVIP := context.WithCancel(ctx)
+	vipDone := make(chan struct{})
+	go func() {
+		defer close(vipDone)
+		watchManifests(vipCtx, filepath.Join(serverDir, "manifests"), cfg.NodeName, nodeIP, client, log)
+	}()
+	stopKubeVIP := func() {
+		stopVIP()
+		select {
+		case <-vipDone:
+		case <-time.After(10 * time.Second):
+			log.Warn("kube-vip emulation did not stop within 10s")
+		}
+	}
+	defer stopKubeVIP()
 
 	heartbeat := time.NewTicker(10 * time.Second)
 	defer heartbeat.Stop()
@@ -232,6 +250,7 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 		select {
 		case <-ctx.Done():
 			log.Info("Shutting down k3s")
+			stopKubeVIP()
 			stopAPI()
 			select {
 			case <-apiDone:
