@@ -94,7 +94,12 @@ func (p *Provider) Plan(_ context.Context, r *manifest.Resource) ([]*manifest.Re
 		case m.name == first:
 			spec["init"] = true
 		default:
+			// Through the VIP when there is one: the first server is
+			// applied only once the VIP answers for it.
 			spec["server"] = nodeRef(first, "status.url")
+			if s.VIP != nil {
+				spec["server"] = apiURL(s.VIP.Address)
+			}
 			spec["agentToken"] = nodeRef(first, "status.agentToken")
 			spec["kubeconfig"] = nodeRef(first, "status.kubeconfig")
 			if p.cfg.Agent != nil {

@@ -1,6 +1,8 @@
 package k3s_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/openctl/openctl"
 	"github.com/openctl/openctl/k3s"
 	"github.com/openctl/openctl/k3s/k3stest"
+	"github.com/openctl/openctl/k3s/kubeconfig"
 	"github.com/openctl/openctl/manifest"
 )
 
@@ -26,6 +29,8 @@ func TestHACluster(t *testing.T) {
 	a2, err := e.net.AddHost(ctx, "a2", k3stest.HostOptions{Flavour: k3stest.OpenRC})
 	require.NoError(t, err)
 	c := e.cluster("ha", servers, []*k3stest.Host{a1, a2})
+	vip := e.vip()
+	c.Spec["vip"] = map[string]any{"address": vip.String()}
 
 	start := time.Now()
 	rep, err := e.engine.Apply(ctx, c)
@@ -52,6 +57,17 @@ func TestHACluster(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, k3s.PhaseReady, f.Resource.Status["phase"])
 	assert.Equal(t, "5/5", f.Resource.Status["readyNodes"])
+	assert.Equal(t, "https://"+vip.String()+":6443", f.Resource.Status["endpoint"])
+	assert.NotContains(t, f.Resource.Status, "message", "no single point of failure to warn of")
+	// The kubeconfig users get points at the VIP, TLS verified.
+	kc, err := os.ReadFile(filepath.Join(e.cfg.KubeconfigDir, "ha.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(kc), "server: https://"+vip.String()+":6443")
+	api, err := kubeconfig.Client(kc)
+	require.NoError(t, err)
+	nodes, err := api.Nodes(ctx)
+	require.NoError(t, err)
+	assert.Len(t, nodes, 5)
 	out, err := servers[0].Run(ctx, "k3s", "kubectl", "get", "nodes", "--no-headers")
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
@@ -75,12 +91,15 @@ func TestHACluster(t *testing.T) {
 		assert.Contains(t, s, "read the node's state", "a no-op re-apply only reads")
 	}
 
-	// The first server goes away: the other two keep quorum and serve.
+	// The first server goes away: the other two keep quorum, one of them
+	// takes the VIP, and the API answers there again.
 	require.NoError(t, servers[0].PowerOff(ctx))
+	off := time.Now()
 	require.Eventually(t, func() bool {
-		out, err := servers[1].Run(ctx, "k3s", "kubectl", "get", "nodes", "--no-headers")
-		return err == nil && strings.Count(string(out), "\n") == 5
-	}, time.Minute, 500*time.Millisecond, "the API answers through the second server")
+		nodes, err := api.Nodes(ctx)
+		return err == nil && len(nodes) == 5
+	}, time.Minute, 100*time.Millisecond, "the API answers through the VIP")
+	t.Logf("the first server powered off: the API answers on the VIP again after %s", time.Since(off).Round(10*time.Millisecond))
 	require.NoError(t, servers[0].PowerOn(ctx))
 
 	rep, err = e.engine.Delete(ctx, c.ID())

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -206,4 +207,11 @@ func addRelease(t *testing.T, dir, version, reports string) {
 	require.NoError(t, os.WriteFile(filepath.Join(vdir, "k3s"), bin, 0o755))
 	sum := sha256.Sum256(bin)
 	require.NoError(t, os.WriteFile(filepath.Join(vdir, "sha256sum-amd64.txt"), fmt.Appendf(nil, "%x  k3s\n", sum), 0o600))
+}
+
+// vip is an address of the test network no host has (hosts take .10 on).
+func (e *env) vip() netip.Addr {
+	a := e.net.Prefix().Addr().As4()
+	a[3] = 254
+	return netip.AddrFrom4(a)
 }

@@ -221,6 +221,12 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 	if err != nil {
 		return nil, err
 	}
+	if s.Init && s.VIP != nil {
+		registry.ReportStep(ctx, "waiting for the VIP "+s.VIP.Address+" to answer")
+		if err := p.waitVIP(ctx, name, st, s.VIP.Address); err != nil {
+			return nil, err
+		}
+	}
 	if withAgent {
 		registry.ReportStep(ctx, "installing the agent")
 		info, err := p.installAgent(ctx, h, pr.init, pr.uname, name, s.Address, a)
@@ -243,6 +249,35 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 	}
 	out := &manifest.Resource{APIVersion: r.APIVersion, Kind: r.Kind, Metadata: r.Metadata, Spec: r.Spec, Status: st}
 	return out, nil
+}
+
+// waitVIP waits until the cluster's API answers on the VIP with a
+// certificate the cluster's CA signed for it: kube-vip runs and holds it.
+func (p *Provider) waitVIP(ctx context.Context, name string, st map[string]any, vip string) error {
+	raw, _ := st["kubeconfig"].(string)
+	kc, err := kubeconfig.Rewrite([]byte(raw), apiURL(vip), "vip")
+	if err != nil {
+		return p.nodeErr(name, "read its kubeconfig", err)
+	}
+	api, err := kubeconfig.Client(kc)
+	if err != nil {
+		return p.nodeErr(name, "read its kubeconfig", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, p.cfg.ReadyTimeout)
+	defer cancel()
+	b := backoff.Policy{Initial: 200 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.1}.Start()
+	for {
+		err := api.Ready(wctx)
+		if err == nil {
+			return nil
+		}
+		if werr := b.Wait(wctx); werr != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return errcode.New(errcode.Internal, fmt.Sprintf("k3s: node %s: the VIP %s does not serve the API after %s (is kube-vip running? spec.vip.interface?): %v", name, vip, p.cfg.ReadyTimeout, err))
+		}
+	}
 }
 
 // missingFromAPI reports whether the cluster's API answers without node
