@@ -1,6 +1,7 @@
 package k3s_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,6 +90,47 @@ func TestHACluster(t *testing.T) {
 	t.Logf("no-op re-apply: %s, %d remote commands", time.Since(start).Round(time.Millisecond), len(steps))
 	for _, s := range steps {
 		assert.Contains(t, s, "read the node's state", "a no-op re-apply only reads")
+	}
+
+	// A rolling upgrade through the agents, the API polled through the
+	// VIP every 100 ms meanwhile.
+	addRelease(t, e.cfg.BinaryDir, "v1.37.3+k3s1", "v1.37.3+k3s1")
+	c.Spec["k3s"].(map[string]any)["version"] = "v1.37.3+k3s1"
+	stop := make(chan struct{})
+	polled := make(chan [2]int)
+	go func() {
+		ok, failed := 0, 0
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				polled <- [2]int{ok, failed}
+				return
+			case <-tick.C:
+			}
+			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			if err := api.Ready(pctx); err != nil {
+				failed++
+			} else {
+				ok++
+			}
+			cancel()
+		}
+	}()
+	start = time.Now()
+	rep, err = e.engine.Apply(ctx, c)
+	close(stop)
+	counts := <-polled
+	require.NoError(t, err)
+	assert.Equal(t, 6, rep.Count(openctl.OutcomeUpdated))
+	t.Logf("rolling upgrade of 3 servers + 2 agents: %s; /readyz through the VIP every 100 ms: %d answered, %d failed",
+		time.Since(start).Round(time.Millisecond), counts[0], counts[1])
+	nodes, err = api.Nodes(ctx)
+	require.NoError(t, err)
+	for _, n := range nodes {
+		assert.Equal(t, "v1.37.3+k3s1", n.KubeletVersion, n.Name)
+		assert.True(t, n.Ready && !n.Unschedulable, n.Name)
 	}
 
 	// The first server goes away: the other two keep quorum, one of them

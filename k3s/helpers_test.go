@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -127,8 +129,15 @@ func newEnv(t *testing.T, others ...registry.Provider) *env {
 			hook(host, step)
 		}
 	}
+	// The agents download k3s releases for upgrades from the test, on
+	// the network's gateway: the files the provider uploads from.
+	ln, err := net.Listen("tcp", net.JoinHostPort(n.Gateway().String(), "0"))
+	require.NoError(t, err)
+	srv := &http.Server{Handler: http.FileServer(http.Dir(dir)), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
 	en.cfg = k3s.Config{BinaryDir: dir, Offline: true, ReadyTimeout: 2 * time.Minute,
-		Agent:         &k3s.AgentConfig{BinaryDir: agentBinaryDir(t)},
+		Agent:         &k3s.AgentConfig{BinaryDir: agentBinaryDir(t), ReleaseURL: "http://" + ln.Addr().String()},
 		KubeconfigDir: t.TempDir(), KubeConfig: filepath.Join(t.TempDir(), "kube", "config"),
 		SSH: remote.Options{OnCommand: record}}
 	p, err := k3s.New(en.cfg)

@@ -1,8 +1,6 @@
 package k3s_test
 
 import (
-	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -27,14 +25,6 @@ func TestRollingUpgrade(t *testing.T) {
 	e := newEnv(t)
 	addRelease(t, e.cfg.BinaryDir, "v1.37.3+k3s1", "v1.37.3+k3s1")
 	addRelease(t, e.cfg.BinaryDir, "v1.37.4+k3s1", "v1.37.9+k3s1") // fails the health gate
-	// The agents download releases from the test, on the network's
-	// gateway: the same files the provider uploads from.
-	ln, err := net.Listen("tcp", net.JoinHostPort(e.net.Gateway().String(), "0"))
-	require.NoError(t, err)
-	srv := &http.Server{Handler: http.FileServer(http.Dir(e.cfg.BinaryDir))}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	e.cfg.Agent.ReleaseURL = "http://" + ln.Addr().String()
 	prov, err := k3s.New(e.cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = prov.Close() })
