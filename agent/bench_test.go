@@ -91,55 +91,80 @@ func BenchmarkAgentInfoNewConn(b *testing.B) {
 	}
 }
 
-// BenchmarkAgentVsSSH measures both transports in one run and reports
-// the per-call ratio ssh/agent: how many agent calls fit in one SSH exec.
-// "steady" times a run of agent calls, then a run of SSH execs (each in
-// its steady state, like the two benchmarks above); "interleaved"
-// alternates one agent call and one SSH exec, so each agent call follows
-// an idle gap and caches cooled by the SSH handshake.
+// BenchmarkAgentVsSSH compares the two transports call for call, fairly:
+// "kept" over a kept connection each (one mTLS client; one SSH
+// connection with a new session per call), "fresh" over a new connection
+// each per call (a TLS 1.3 handshake with mutual ECDSA authentication; an
+// SSH handshake with a pinned ed25519 host key and public-key auth). The
+// calls alternate, so both see the same conditions. It reports each
+// transport's ns/call and the ratio ssh/agent.
 func BenchmarkAgentVsSSH(b *testing.B) {
-	c := benchAgent(b)
+	env := agenttest.Start(b, agenttest.Options{})
+	cfg := env.ServerConfig()
+	cfg.System = memVersion{env.System}
+	_, addr := agenttest.ServeOn(b, "127.0.0.1:0", cfg)
+	ccfg := env.ClientConfig()
+	ccfg.Address = addr
 	s := startSSHServer(b)
 	ctx := b.Context()
-	if _, err := c.Info(ctx); err != nil {
-		b.Fatal(err)
-	}
-	info := func() {
-		if _, err := c.Info(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
-	exec := func() {
-		if err := s.exec(); err != nil {
-			b.Fatal(err)
-		}
-	}
 	report := func(b *testing.B, agentTime, sshTime time.Duration, n int) {
 		b.ReportMetric(float64(agentTime.Nanoseconds())/float64(n), "agent-ns/call")
 		b.ReportMetric(float64(sshTime.Nanoseconds())/float64(n), "ssh-ns/call")
 		b.ReportMetric(float64(sshTime)/float64(agentTime), "ssh/agent")
 	}
-	b.Run("steady", func(b *testing.B) {
-		t0 := time.Now()
-		for range b.N {
-			info()
+	b.Run("kept", func(b *testing.B) {
+		c, err := agent.NewClient(ccfg)
+		if err != nil {
+			b.Fatal(err)
 		}
-		agentTime := time.Since(t0)
-		t0 = time.Now()
-		for range b.N {
-			exec()
+		defer c.Close()
+		conn, err := ssh.Dial("tcp", s.addr, s.cfg)
+		if err != nil {
+			b.Fatal(err)
 		}
-		sshTime := time.Since(t0)
-		report(b, agentTime, sshTime, b.N)
-	})
-	b.Run("interleaved", func(b *testing.B) {
+		defer conn.Close()
+		if _, err := c.Info(ctx); err != nil { // both connections up
+			b.Fatal(err)
+		}
 		n := 0
 		var agentTime, sshTime time.Duration
 		for b.Loop() {
 			t0 := time.Now()
-			info()
+			if _, err := c.Info(ctx); err != nil {
+				b.Fatal(err)
+			}
 			t1 := time.Now()
-			exec()
+			sess, err := conn.NewSession()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := sess.Run("true"); err != nil {
+				b.Fatal(err)
+			}
+			sess.Close()
+			sshTime += time.Since(t1)
+			agentTime += t1.Sub(t0)
+			n++
+		}
+		report(b, agentTime, sshTime, n)
+	})
+	b.Run("fresh", func(b *testing.B) {
+		n := 0
+		var agentTime, sshTime time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			c, err := agent.NewClient(ccfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.Info(ctx); err != nil {
+				b.Fatal(err)
+			}
+			c.Close()
+			t1 := time.Now()
+			if err := s.exec(); err != nil {
+				b.Fatal(err)
+			}
 			sshTime += time.Since(t1)
 			agentTime += t1.Sub(t0)
 			n++
