@@ -80,6 +80,16 @@
 // versions, address), `logs node NAME [--lines N]` (the k3s log, from the
 // journal or OpenRC's log file) and `restart node NAME`.
 //
+// Changing spec.k3s.version upgrades the nodes through their agents in the
+// order they joined — servers one at a time, then agents one at a time —
+// each cordoned, drained (spec.drain), upgraded by its agent (which rolls
+// back when its health gate fails), waited for Ready at the new kubelet
+// version and uncordoned; a rolled-back node stops the rollout there.
+// Downgrades and skipped minor versions are refused before anything
+// changes. A node removed from a Cluster is drained under spec.drain,
+// deleted from the API (a quorum guard first for a server) and
+// uninstalled.
+//
 // A re-apply of an unchanged node therefore runs reads only. A node's
 // status — role, address, version, phase, and for servers the API URL,
 // the full K10 tokens and the kubeconfig k3s wrote (those three secret,

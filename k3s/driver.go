@@ -27,6 +27,7 @@ import (
 //	    agent:                              # openctl's node agent, on every node
 //	      binaryDir: ~/.openctl/cache/agent # openctl-agent-linux-<arch>: `make cross` writes them to bin/
 //	      port: 9443
+//	      releaseURL: https://mirror.lan/k3s # where agents download upgrades (default: releaseURL)
 //	      enabled: true                     # false: nodes get no agent (day-2 actions refused)
 //
 // The defaults are under openctl's home directory ($OPENCTL_HOME, else
@@ -51,9 +52,10 @@ type fileConfig struct {
 	KubeconfigDir string `yaml:"kubeconfigDir,omitempty" openctl:"path"`
 	Kubeconfig    string `yaml:"kubeconfig,omitempty" openctl:"path"`
 	Agent         struct {
-		BinaryDir string `yaml:"binaryDir,omitempty" openctl:"path"`
-		Port      int    `yaml:"port,omitempty"`
-		Enabled   *bool  `yaml:"enabled,omitempty"`
+		BinaryDir  string `yaml:"binaryDir,omitempty" openctl:"path"`
+		Port       int    `yaml:"port,omitempty"`
+		ReleaseURL string `yaml:"releaseURL,omitempty"`
+		Enabled    *bool  `yaml:"enabled,omitempty"`
 	} `yaml:"agent,omitempty"`
 
 	readyTimeout time.Duration
@@ -115,7 +117,7 @@ func (Driver) Open(_ context.Context, cfg registry.DriverConfig, opts registry.O
 		if fc.Agent.BinaryDir == "" {
 			return nil, errcode.New(errcode.Invalid, "k3s: no directory for the node agent's binaries: set providers.k3s.agent.binaryDir, or OPENCTL_HOME")
 		}
-		ag = &AgentConfig{BinaryDir: fc.Agent.BinaryDir, Port: fc.Agent.Port}
+		ag = &AgentConfig{BinaryDir: fc.Agent.BinaryDir, Port: fc.Agent.Port, ReleaseURL: fc.Agent.ReleaseURL}
 	}
 	return New(Config{
 		Agent:         ag,
