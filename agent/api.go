@@ -81,6 +81,7 @@ const (
 const (
 	CapInfo     = "info"             // GET /v1/info
 	CapLogs     = "logs"             // GET /v1/logs/k3s
+	CapFollow   = "logs-follow"      // GET /v1/logs/k3s?follow=true
 	CapService  = "service"          // POST /v1/service/k3s/{start,stop,restart}
 	CapUpgrade  = "upgrade"          // POST /v1/upgrade/k3s
 	CapRollback = "upgrade-rollback" // a failed upgrade is rolled back

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -185,17 +186,40 @@ func (c *Client) Info(ctx context.Context) (*Info, error) {
 // be in 1..5000. It is retried while the agent refuses connections, never
 // after output has been written to w.
 func (c *Client) Logs(ctx context.Context, lines int, w io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.LogsTimeout)
+	defer cancel()
+	return c.logs(ctx, lines, false, w)
+}
+
+// FollowLogs streams the last lines of the k3s log to w like Logs, then
+// every line logged after them as it comes, until ctx ends — then it
+// returns nil — or the stream breaks. No per-call timeout applies. It
+// needs an agent with the CapFollow capability.
+func (c *Client) FollowLogs(ctx context.Context, lines int, w io.Writer) error {
+	err := c.logs(ctx, lines, true, w)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func (c *Client) logs(ctx context.Context, lines int, follow bool, w io.Writer) error {
 	const path = "/v1/logs/k3s"
 	if lines < 0 || lines > MaxLogLines {
 		return fmt.Errorf("agent: logs: lines %d not in %d..%d: %w", lines, MinLogLines, MaxLogLines, errcode.Invalid)
 	}
-	q := ""
+	q := url.Values{}
 	if lines > 0 {
-		q = "?lines=" + strconv.Itoa(lines)
+		q.Set("lines", strconv.Itoa(lines))
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.LogsTimeout)
-	defer cancel()
-	resp, err := c.do(ctx, http.MethodGet, path+q, nil, true)
+	if follow {
+		q.Set("follow", "true")
+	}
+	target := path
+	if len(q) > 0 {
+		target += "?" + q.Encode()
+	}
+	resp, err := c.do(ctx, http.MethodGet, target, nil, true)
 	if err != nil {
 		return err
 	}

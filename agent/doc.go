@@ -38,6 +38,7 @@
 //
 //	GET  /v1/info                         Info: host facts, k3s version, role, service state, agent version, capabilities
 //	GET  /v1/logs/k3s?lines=N             the last N lines (1..5000, default 100) of the k3s log, streamed as text/plain
+//	GET  /v1/logs/k3s?lines=N&follow=true  the same, then each line logged later, until the client goes (Client.FollowLogs)
 //	POST /v1/service/k3s/{start,stop,restart}
 //	POST /v1/upgrade/k3s {"version":"vX.Y.Z+k3sN"}
 //

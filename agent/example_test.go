@@ -25,6 +25,9 @@ func (exampleHost) Logs(_ context.Context, n int, w io.Writer) error {
 	_, err := fmt.Fprintf(w, "k3s is fine (%d lines asked)\n", n)
 	return err
 }
+func (h exampleHost) FollowLogs(ctx context.Context, n int, w io.Writer) error {
+	return h.Logs(ctx, n, w)
+}
 func (exampleHost) K3sBinary() string { return "/usr/local/bin/k3s" }
 func (exampleHost) K3sVersion(context.Context, string) (string, error) {
 	return "v1.31.2+k3s1", nil
@@ -73,7 +76,7 @@ func Example() {
 	_ = c.Logs(ctx, 20, os.Stdout)
 	// Output:
 	// dev-cp-0 arm64 openrc server active v1.31.2+k3s1
-	// [info logs service upgrade upgrade-rollback]
+	// [info logs logs-follow service upgrade upgrade-rollback]
 	// k3s is fine (20 lines asked)
 }
 

@@ -2,16 +2,19 @@ package k3s_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/openctl/openctl/agent/agenttest"
 	"github.com/openctl/openctl/cli"
 	"github.com/openctl/openctl/k3s"
 	"github.com/openctl/openctl/k3s/k3stest"
@@ -111,9 +114,30 @@ spec:
 	code, out, errOut = run("k3s", "logs", "node", "cli-s", "-n", "2")
 	require.Equal(t, 0, code, errOut)
 	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 2, out)
+	// Following cli-a's log while it restarts shows the restart's lines
+	// as they come; interrupting the follow ends it cleanly.
+	fctx, stopFollow := context.WithCancel(ctx)
+	var followed, followErr agenttest.LogBuffer
+	followDone := make(chan int, 1)
+	go func() {
+		opts := cli.Options{Drivers: []registry.Driver{k3s.Driver{}}, Env: func(k string) string { return env[k] }}
+		followDone <- cli.Run(fctx, opts, []string{"k3s", "logs", "node", "cli-a", "--follow", "-n", "5"}, strings.NewReader(""), &followed, &followErr)
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(followed.String(), "k3s agent is up and running") }, 30*time.Second, 100*time.Millisecond,
+		"stdout: %s\nstderr: %s", followed.String(), followErr.String())
+	before := strings.Count(followed.String(), "k3s agent is up and running")
 	code, out, errOut = run("k3s", "restart", "node", "cli-a")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out+errOut, "cli-a: k3s restarted")
+	require.Eventually(t, func() bool {
+		return strings.Count(followed.String(), "k3s agent is up and running") > before
+	}, 30*time.Second, 100*time.Millisecond, "the restart's lines arrive while following")
+	stopFollow()
+	select {
+	case <-followDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("logs --follow did not end when interrupted")
+	}
 
 	code, out, errOut = run("delete", "-f", manifest)
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out, errOut)

@@ -77,8 +77,8 @@
 // a stopped agent is drift that plan shows and apply repairs. Reads ask
 // the agents over one kept mTLS connection per node, not SSH. Actions:
 // `status cluster NAME` (a node table: role, Ready, k3s and agent
-// versions, address), `logs node NAME [--lines N]` (the k3s log, from the
-// journal or OpenRC's log file) and `restart node NAME`.
+// versions, address), `logs node NAME [--lines N] [--follow]` (the k3s
+// log, from the journal or OpenRC's log file) and `restart node NAME`.
 //
 // Changing spec.k3s.version upgrades the nodes through their agents in the
 // order they joined — servers one at a time, then agents one at a time —

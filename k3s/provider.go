@@ -262,7 +262,11 @@ func (p *Provider) Actions() []registry.ActionSpec {
 	}, {
 		Name: "logs", Kind: KindNode,
 		Short: "Print the last lines of a node's k3s log, through its agent",
-		Args:  []registry.ArgSpec{{Name: "lines", Short: "n", Type: registry.ArgInt, Default: int64(100), Help: "how many lines (1-5000)"}},
+		Long:  "Print the last lines of a node's k3s log (the journal, or OpenRC's log file), through its agent; with --follow, then every line logged after them, until interrupted.",
+		Args: []registry.ArgSpec{
+			{Name: "lines", Short: "n", Type: registry.ArgInt, Default: int64(100), Help: "how many lines (1-5000)"},
+			{Name: "follow", Short: "f", Type: registry.ArgBool, Help: "keep printing new lines until interrupted"},
+		},
 	}, {
 		Name: "restart", Kind: KindNode,
 		Short: "Restart a node's k3s service, through its agent",
@@ -305,6 +309,9 @@ func (p *Provider) Do(ctx context.Context, req registry.ActionRequest) (*registr
 		lines, _ := req.Args["lines"].(int64)
 		if lines == 0 {
 			lines = 100
+		}
+		if follow, _ := req.Args["follow"].(bool); follow {
+			return &registry.ActionResult{}, c.FollowLogs(ctx, int(lines), req.Out)
 		}
 		return &registry.ActionResult{}, c.Logs(ctx, int(lines), req.Out)
 	}

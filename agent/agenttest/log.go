@@ -34,6 +34,14 @@ func (b *LogBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+// String returns everything written so far: a LogBuffer is also a
+// writer tests read while something streams into it.
+func (b *LogBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // Records returns the logged records as maps, failing t on a line that
 // is not JSON.
 func (b *LogBuffer) Records(t testing.TB) []map[string]any {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/openctl/openctl/agent"
 	"github.com/openctl/openctl/agent/node"
@@ -194,6 +195,39 @@ func (s *System) Logs(ctx context.Context, n int, w io.Writer) error {
 	}
 	return logsErr
 }
+
+// FollowLogs writes the last n log lines like Logs, then each line added
+// later (AppendLog), until ctx ends.
+func (s *System) FollowLogs(ctx context.Context, n int, w io.Writer) error {
+	s.mu.Lock()
+	next := max(0, len(s.lines)-n)
+	s.mu.Unlock()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.mu.Lock()
+		lines := slices.Clone(s.lines[min(next, len(s.lines)):])
+		logsErr := s.logsErr
+		s.mu.Unlock()
+		for _, l := range lines {
+			if _, err := io.WriteString(w, l+"\n"); err != nil {
+				return err
+			}
+		}
+		next += len(lines)
+		if logsErr != nil {
+			return logsErr
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// AppendLog adds a line to the log, as k3s logging it.
+func (s *System) AppendLog(line string) { s.mu.Lock(); s.lines = append(s.lines, line); s.mu.Unlock() }
 
 // WatchReady implements node.ReadyWatcher: the function reports whether
 // the installed version is ready, which it is unless marked NeverReady

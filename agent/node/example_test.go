@@ -25,6 +25,9 @@ func (runningK3s) Logs(_ context.Context, _ int, w io.Writer) error {
 	_, err := io.WriteString(w, "k3s is fine\n")
 	return err
 }
+func (r runningK3s) FollowLogs(ctx context.Context, n int, w io.Writer) error {
+	return r.Logs(ctx, n, w)
+}
 func (runningK3s) K3sBinary() string { return "/usr/local/bin/k3s" }
 func (runningK3s) K3sVersion(context.Context, string) (string, error) {
 	return "v1.31.2+k3s1", nil

@@ -450,10 +450,78 @@ func (h *HostSystem) Logs(ctx context.Context, n int, w io.Writer) error {
 		return fmt.Errorf("agent: logs: %w", err)
 	}
 	defer f.Close()
-	if err := tailLines(ctx, w, f, n, tailBlock); err != nil {
+	if _, err := tailLines(ctx, w, f, n, tailBlock); err != nil {
 		return fmt.Errorf("agent: logs: %s: %w", p, err)
 	}
 	return nil
+}
+
+// logFollowPoll is how often FollowLogs looks for what OpenRC's log file
+// gained.
+const logFollowPoll = 250 * time.Millisecond
+
+// FollowLogs implements [System]. With systemd it streams "journalctl -u
+// <svc> -n <n> --no-pager -o cat -f" into w until ctx ends. With OpenRC it
+// writes the last n lines of /var/log/<svc>.log as Logs does, then looks
+// every logFollowPoll for what was appended and copies it, reading the
+// file from its start again when it shrank (rotated or truncated). A log
+// file that does not exist yet is waited for.
+func (h *HostSystem) FollowLogs(ctx context.Context, n int, w io.Writer) error {
+	if n < 1 {
+		return fmt.Errorf("agent: logs: line count %d is not positive: %w", n, errcode.Invalid)
+	}
+	svc, err := h.service(ctx)
+	if err != nil {
+		return err
+	}
+	if h.init == agent.Systemd {
+		err := h.runner.Stream(ctx, w, "journalctl", "-u", svc, "-n", strconv.Itoa(n), "--no-pager", "-o", "cat", "-f")
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	p := h.path(filepath.Join("/var/log", svc+".log"))
+	var pos int64
+	if f, err := os.Open(p); err == nil {
+		pos, err = tailLines(ctx, w, f, n, tailBlock)
+		f.Close()
+		if err != nil && ctx.Err() == nil {
+			return fmt.Errorf("agent: logs: %s: %w", p, err)
+		}
+	}
+	tick := time.NewTicker(logFollowPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		f, err := os.Open(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("agent: logs: %w", err)
+		}
+		fi, err := f.Stat()
+		if err == nil {
+			if fi.Size() < pos {
+				pos = 0
+			}
+			var m int64
+			m, err = io.Copy(w, &cancelableReader{ctx: ctx, r: io.NewSectionReader(f, pos, fi.Size()-pos)})
+			pos += m
+		}
+		f.Close()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("agent: logs: %s: %w", p, err)
+		}
+	}
 }
 
 // tailBlock is how much of a log file tailLines reads per step backwards.
@@ -461,29 +529,30 @@ const tailBlock = 64 << 10
 
 // tailLines copies the last n lines of f (as it is when tailLines starts;
 // lines appended meanwhile are not followed) to w, adding a newline after a
-// final line that lacks one. It reads backwards block bytes at a time to
-// find where those lines start, then streams them forwards, so memory use
-// does not grow with the file or with n.
-func tailLines(ctx context.Context, w io.Writer, f *os.File, n, block int) error {
+// final line that lacks one, and returns the size of the file it read. It
+// reads backwards block bytes at a time to find where those lines start,
+// then streams them forwards, so memory use does not grow with the file or
+// with n.
+func tailLines(ctx context.Context, w io.Writer, f *os.File, n, block int) (int64, error) {
 	fi, err := f.Stat()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	size := fi.Size()
 	if size == 0 {
-		return nil
+		return 0, nil
 	}
 	start, last, err := tailOffset(ctx, f, size, n, block)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if _, err := io.Copy(w, &cancelableReader{ctx: ctx, r: io.NewSectionReader(f, start, size-start)}); err != nil {
-		return err
+		return 0, err
 	}
 	if last != '\n' {
 		_, err = io.WriteString(w, "\n")
 	}
-	return err
+	return size, err
 }
 
 // tailOffset returns the offset at which the last n lines of the first size

@@ -352,6 +352,18 @@ func TestHostSystemLogsSystemd(t *testing.T) {
 	assert.Len(t, r.Calls(), 1)
 }
 
+func TestHostSystemFollowLogsSystemd(t *testing.T) {
+	r := &sysRunner{replies: map[string]sysReply{
+		"journalctl -u k3s-agent -n 5 --no-pager -o cat -f": {out: "line 1\n"},
+	}}
+	h, _ := sysHost(t, agent.Systemd, agent.RoleAgent, r)
+	var buf bytes.Buffer
+	require.NoError(t, h.FollowLogs(t.Context(), 5, &buf))
+	assert.Equal(t, "line 1\n", buf.String())
+	require.ErrorIs(t, h.FollowLogs(t.Context(), 0, &buf), errcode.Invalid)
+	assert.Len(t, r.Calls(), 1)
+}
+
 // sysLines returns "line 1\n" ... "line n\n".
 func sysLines(from, to int) string {
 	var b strings.Builder
@@ -412,7 +424,9 @@ func TestTailLines(t *testing.T) {
 			require.NoError(t, err)
 			defer f.Close()
 			var buf bytes.Buffer
-			require.NoError(t, tailLines(t.Context(), &buf, f, tt.n, tt.block))
+			size, err := tailLines(t.Context(), &buf, f, tt.n, tt.block)
+			require.NoError(t, err)
+			assert.Equal(t, int64(len(tt.content)), size)
 			assert.Equal(t, tt.want, buf.String())
 		})
 	}
@@ -426,7 +440,8 @@ func TestTailLinesCanceled(t *testing.T) {
 	defer f.Close()
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	require.ErrorIs(t, tailLines(ctx, io.Discard, f, 10, 16), context.Canceled)
+	_, err = tailLines(ctx, io.Discard, f, 10, 16)
+	require.ErrorIs(t, err, context.Canceled)
 }
 
 // TestTailLinesStreams checks that lines reach the writer while the file is
@@ -439,7 +454,7 @@ func TestTailLinesStreams(t *testing.T) {
 	require.NoError(t, err)
 	defer f.Close()
 	w := &sysFailingWriter{}
-	err = tailLines(t.Context(), w, f, 200000, tailBlock)
+	_, err = tailLines(t.Context(), w, f, 200000, tailBlock)
 	require.ErrorIs(t, err, errSysWriter)
 	assert.Equal(t, 2, w.writes, "one write accepted, the next refused, then the copy stops")
 	assert.Less(t, w.bytes, 200000, "the first write is a chunk, not the whole tail")

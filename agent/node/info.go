@@ -9,7 +9,7 @@ import (
 
 // capabilities is what this agent advertises.
 func capabilities() []string {
-	return []string{agent.CapInfo, agent.CapLogs, agent.CapService, agent.CapUpgrade, agent.CapRollback}
+	return []string{agent.CapInfo, agent.CapLogs, agent.CapFollow, agent.CapService, agent.CapUpgrade, agent.CapRollback}
 }
 
 func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {

@@ -19,7 +19,7 @@ func TestServerInfo(t *testing.T) {
 	assert.Equal(t, agent.RoleServer, info.Role)
 	assert.Equal(t, agent.StateActive, info.ServiceState)
 	assert.Equal(t, agenttest.AgentVersion, info.AgentVersion)
-	for _, c := range []string{agent.CapInfo, agent.CapLogs, agent.CapService, agent.CapUpgrade, agent.CapRollback} {
+	for _, c := range []string{agent.CapInfo, agent.CapLogs, agent.CapFollow, agent.CapService, agent.CapUpgrade, agent.CapRollback} {
 		assert.True(t, info.Has(c), c)
 	}
 	assert.False(t, info.Has("exec"))

@@ -18,29 +18,35 @@ const (
 	logsFlushEvery   = 50 * time.Millisecond // how often the stream is flushed
 )
 
-// parseLines parses the query of GET /v1/logs/k3s: at most one parameter,
-// lines, a decimal number in MinLogLines..MaxLogLines (default
-// DefaultLogLines).
-func parseLines(rawQuery string) (int, error) {
+// parseLogsQuery parses the query of GET /v1/logs/k3s: lines, a decimal
+// number in MinLogLines..MaxLogLines (default DefaultLogLines), and
+// follow, true or false (default false); nothing else, each at most once.
+func parseLogsQuery(rawQuery string) (n int, follow bool, err error) {
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
-		return 0, errcode.Wrap(errcode.Invalid, "agent: malformed query", err)
+		return 0, false, errcode.Wrap(errcode.Invalid, "agent: malformed query", err)
 	}
-	for k := range q {
-		if k != "lines" {
-			return 0, fmt.Errorf("agent: unknown query parameter %q: %w", k, errcode.Invalid)
+	for k, vals := range q {
+		if k != "lines" && k != "follow" {
+			return 0, false, fmt.Errorf("agent: unknown query parameter %q: %w", k, errcode.Invalid)
+		}
+		if len(vals) > 1 {
+			return 0, false, fmt.Errorf("agent: %s given %d times: %w", k, len(vals), errcode.Invalid)
 		}
 	}
-	vals := q["lines"]
-	switch len(vals) {
-	case 0:
-		return agent.DefaultLogLines, nil
-	case 1:
+	switch v := q.Get("follow"); v {
+	case "", "false":
+	case "true":
+		follow = true
 	default:
-		return 0, fmt.Errorf("agent: lines given %d times: %w", len(vals), errcode.Invalid)
+		return 0, false, fmt.Errorf("agent: follow=%q: want true or false: %w", v, errcode.Invalid)
+	}
+	vals := q["lines"]
+	if len(vals) == 0 {
+		return agent.DefaultLogLines, follow, nil
 	}
 	v := vals[0]
-	n := 0
+	n = 0
 	if v == "" || len(v) > 4 {
 		n = -1
 	}
@@ -52,29 +58,36 @@ func parseLines(rawQuery string) (int, error) {
 		n = n*10 + int(c-'0')
 	}
 	if n < agent.MinLogLines || n > agent.MaxLogLines {
-		return 0, fmt.Errorf("agent: lines=%q: want a number in %d..%d: %w", v, agent.MinLogLines, agent.MaxLogLines, errcode.Invalid)
+		return 0, false, fmt.Errorf("agent: lines=%q: want a number in %d..%d: %w", v, agent.MinLogLines, agent.MaxLogLines, errcode.Invalid)
 	}
-	return n, nil
+	return n, follow, nil
 }
 
 func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 	if !allow(w, r, http.MethodGet) {
 		return
 	}
-	n, err := parseLines(r.URL.RawQuery)
+	n, follow, err := parseLogsQuery(r.URL.RawQuery)
 	if err != nil {
 		writeErr(w, r, err)
 		return
 	}
-	auditAttrs(r, slog.Int("lines", n))
+	auditAttrs(r, slog.Int("lines", n), slog.Bool("follow", follow))
 	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Now().Add(logsWriteTimeout))
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Trailer", agent.TrailerLogsError)
 	fw := &flushWriter{w: w, rc: rc}
-	err = s.sys.Logs(r.Context(), n, fw)
+	if follow {
+		// Until the client goes: no deadline, each line sent at once.
+		_ = rc.SetWriteDeadline(time.Time{})
+		fw.eager = true
+		err = s.sys.FollowLogs(r.Context(), n, fw)
+	} else {
+		_ = rc.SetWriteDeadline(time.Now().Add(logsWriteTimeout))
+		err = s.sys.Logs(r.Context(), n, fw)
+	}
 	if err == nil {
 		err = fw.flush()
 		if err != nil {
@@ -98,6 +111,7 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 type flushWriter struct {
 	w         io.Writer
 	rc        *http.ResponseController
+	eager     bool // flush every write (a followed log: lines come seldom)
 	started   bool
 	lastFlush time.Time
 }
@@ -112,7 +126,7 @@ func (f *flushWriter) Write(p []byte) (int, error) {
 	if err != nil {
 		return n, err
 	}
-	if time.Since(f.lastFlush) >= logsFlushEvery {
+	if f.eager || time.Since(f.lastFlush) >= logsFlushEvery {
 		if err := f.flush(); err != nil {
 			return n, err
 		}

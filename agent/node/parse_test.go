@@ -44,13 +44,14 @@ func FuzzDecodeUpgradeRequest(f *testing.F) {
 	})
 }
 
-func FuzzParseLines(f *testing.F) {
+func FuzzParseLogsQuery(f *testing.F) {
 	for _, s := range []string{"", "lines=1", "lines=5000", "lines=5001", "lines=0", "lines=-1", "lines=abc",
-		"lines=%2B5", "lines=1&lines=2", "x=1", "lines=0100", "lines=%zz", "lines=1e3", "lines= 5"} {
+		"lines=%2B5", "lines=1&lines=2", "x=1", "lines=0100", "lines=%zz", "lines=1e3", "lines= 5",
+		"follow=true", "lines=10&follow=true", "follow=false", "follow=1", "follow=true&follow=true", "follow="} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
-		n, err := parseLines(q)
+		n, _, err := parseLogsQuery(q)
 		if err != nil {
 			require.True(t, errcode.Is(err, errcode.Invalid))
 			return
@@ -60,11 +61,20 @@ func FuzzParseLines(f *testing.F) {
 	})
 }
 
-func TestParseLines(t *testing.T) {
-	for q, want := range map[string]int{"": 100, "lines=1": 1, "lines=5000": 5000, "lines=0100": 100, "lines=42": 42} {
-		n, err := parseLines(q)
+func TestParseLogsQuery(t *testing.T) {
+	for q, want := range map[string]struct {
+		n      int
+		follow bool
+	}{"": {100, false}, "lines=1": {1, false}, "lines=5000": {5000, false}, "lines=0100": {100, false}, "lines=42": {42, false},
+		"follow=true": {100, true}, "lines=7&follow=true": {7, true}, "follow=false&lines=3": {3, false}} {
+		n, follow, err := parseLogsQuery(q)
 		require.NoError(t, err, q)
-		assert.Equal(t, want, n, q)
+		assert.Equal(t, want.n, n, q)
+		assert.Equal(t, want.follow, follow, q)
+	}
+	for _, q := range []string{"follow=1", "follow=yes", "follow=true&follow=false", "lines=2&lines=2"} {
+		_, _, err := parseLogsQuery(q)
+		require.ErrorIs(t, err, errcode.Invalid, q)
 	}
 }
 

@@ -24,6 +24,10 @@ type System interface {
 	Service(ctx context.Context, action agent.ServiceAction) error
 	// Logs writes the last n lines of the k3s service log to w, streaming.
 	Logs(ctx context.Context, n int, w io.Writer) error
+	// FollowLogs writes the last n lines like Logs, then every line
+	// logged after them as it comes, until ctx ends (then it returns
+	// nil).
+	FollowLogs(ctx context.Context, n int, w io.Writer) error
 	// K3sBinary is the path of the installed k3s binary (usually /usr/local/bin/k3s).
 	K3sBinary() string
 	// K3sVersion runs the binary at path with --version and returns "vX.Y.Z+k3sN".

@@ -52,6 +52,10 @@ func (fakeSystem) Facts(context.Context) (agent.Facts, error) {
 func (fakeSystem) Role(context.Context) (agent.Role, error)           { return agent.RoleServer, nil }
 func (fakeSystem) ServiceState(context.Context) (string, error)       { return agent.StateActive, nil }
 func (fakeSystem) Service(context.Context, agent.ServiceAction) error { return nil }
+func (f fakeSystem) FollowLogs(ctx context.Context, n int, w io.Writer) error {
+	return f.Logs(ctx, n, w)
+}
+
 func (fakeSystem) Logs(_ context.Context, n int, w io.Writer) error {
 	for i := range n {
 		if _, err := fmt.Fprintf(w, "log line %d\n", i+1); err != nil {
