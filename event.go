@@ -44,7 +44,8 @@ type Event struct {
 	Time time.Time
 	Type EventType
 	ID   manifest.ID
-	// Op is the operation: "apply" or "delete".
+	// Op is the operation: "apply" or "delete", or for the steps of an
+	// action (Engine.Do, which reports only EventStep) the action's name.
 	Op string
 	// Outcome is set on EventSucceeded (and on EventFailed/EventSkipped as
 	// OutcomeFailed/OutcomeSkipped).

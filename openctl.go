@@ -186,37 +186,6 @@ func (e *Engine) Store() state.Store { return e.store }
 // Close closes the registry's providers that implement io.Closer.
 func (e *Engine) Close() error { return e.reg.Close() }
 
-// Do runs a provider action (start, stop, logs, ...) on a resource. args
-// are checked against the action's spec (see registry.ActionSpec.CheckArgs);
-// streamed output goes to out (nil discards it). A kind that reads its
-// prior state gets it (registry.Prior), as for Get.
-func (e *Engine) Do(ctx context.Context, id manifest.ID, action string, args map[string]any, out io.Writer) (*registry.ActionResult, error) {
-	p, _, err := e.reg.Lookup(id)
-	if err != nil {
-		return nil, err
-	}
-	a, spec, err := registry.FindAction(p, id.Kind, action)
-	if err != nil {
-		return nil, err
-	}
-	checked, err := spec.CheckArgs(args)
-	if err != nil {
-		return nil, err
-	}
-	if out == nil {
-		out = io.Discard
-	}
-	if ctx, err = e.withPrior(ctx, id); err != nil {
-		return nil, err
-	}
-	var res *registry.ActionResult
-	err = e.safeTop(action, id, func() (err error) {
-		res, err = a.Do(ctx, registry.ActionRequest{Action: action, ID: id, Args: checked, Out: out})
-		return err
-	})
-	return res, err
-}
-
 // emit delivers an event to the observer, one at a time.
 func (e *Engine) emit(ev Event) {
 	if e.observer == nil {

@@ -103,6 +103,12 @@ type Info struct {
 	AgentVersion string `json:"agentVersion"`
 	// Capabilities lists the endpoints and behaviours the agent supports.
 	Capabilities []string `json:"capabilities"`
+	// AcceptedCAs are the fingerprints (pki.Fingerprint) of the CAs whose
+	// client certificates the agent accepts, and ServerCert the
+	// fingerprint of the certificate it serves: what its last credential
+	// (re)load installed, which a CA rotation checks before its next step.
+	AcceptedCAs []string `json:"acceptedCAs,omitempty"`
+	ServerCert  string   `json:"serverCert,omitempty"`
 	// Problems lists facts that could not be read; the others are still
 	// reported.
 	Problems []string `json:"problems,omitempty"`

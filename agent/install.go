@@ -157,6 +157,20 @@ func EnableCommands(init InitSystem) ([][]string, error) {
 	return nil, fmt.Errorf("agent: install: unknown init system %q: %w", init, errcode.Invalid)
 }
 
+// ReloadCommand is the command that makes a running agent re-read its
+// credentials (the CA bundle, its certificate and key) without a restart:
+// systemctl reload, or rc-service … reload, both of which send it SIGHUP.
+// A CA rotation writes the new files, then runs it.
+func ReloadCommand(init InitSystem) ([]string, error) {
+	switch init {
+	case Systemd:
+		return []string{"systemctl", "reload", ServiceName}, nil
+	case OpenRC:
+		return []string{"rc-service", ServiceName, "reload"}, nil
+	}
+	return nil, fmt.Errorf("agent: install: unknown init system %q: %w", init, errcode.Invalid)
+}
+
 // SystemdUnit renders the agent's systemd unit for opts (opts.Init is
 // ignored). Every value is validated before it is rendered, and quoted by
 // systemd's rules; invalid options are reported with an error coded
@@ -222,6 +236,7 @@ After=network-online.target
 [Service]
 Type=simple
 ExecStart={{.Binary}}{{range .Flags}} {{.Name}} {{.Value}}{{end}}
+ExecReload=/bin/kill -HUP $MAINPID
 Restart=always
 RestartSec=5s
 TimeoutStopSec=60s
@@ -243,10 +258,17 @@ error_log={{.LogPath}}
 respawn_delay=5
 respawn_max=0
 retry="TERM/60/KILL/5"
+extra_started_commands="reload"
 
 depend() {
 	need net
 	after firewall
+}
+
+reload() {
+	ebegin "Reloading ${name} credentials"
+	supervise-daemon "${RC_SVCNAME}" --signal HUP
+	eend $?
 }
 `))
 

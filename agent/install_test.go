@@ -32,6 +32,7 @@ After=network-online.target
 [Service]
 Type=simple
 ExecStart=/usr/local/bin/openctl-agent --listen :9443 --ca /etc/openctl-agent/ca.pem --cert /etc/openctl-agent/server.pem --key /etc/openctl-agent/server.key
+ExecReload=/bin/kill -HUP $MAINPID
 Restart=always
 RestartSec=5s
 TimeoutStopSec=60s
@@ -57,10 +58,17 @@ error_log='/var/log/openctl-agent.log'
 respawn_delay=5
 respawn_max=0
 retry="TERM/60/KILL/5"
+extra_started_commands="reload"
 
 depend() {
 	need net
 	after firewall
+}
+
+reload() {
+	ebegin "Reloading ${name} credentials"
+	supervise-daemon "${RC_SVCNAME}" --signal HUP
+	eend $?
 }
 `, string(got))
 }

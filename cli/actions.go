@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/openctl/openctl"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/registry"
@@ -113,7 +114,14 @@ func (a *app) actionCmd(p registry.DriverInfo, name string, specs []registry.Act
 					argv[name] = get()
 				}
 			}
-			s, err := a.open(cmd.Context(), sessionOptions{sandbox: sandbox})
+			// The steps a long action reports (a CA rotation's, node by
+			// node) go to standard error as they happen.
+			steps := func(ev openctl.Event) {
+				if ev.Type == openctl.EventStep {
+					fmt.Fprintf(a.stderr, "%s: %s\n", ev.ID.Short(), ev.Step)
+				}
+			}
+			s, err := a.open(cmd.Context(), sessionOptions{sandbox: sandbox, observer: steps})
 			if err != nil {
 				return err
 			}

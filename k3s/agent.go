@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -280,15 +281,15 @@ func probeAgent(ctx context.Context, h *remote.Host, init agent.InitSystem) (*ag
 	return pr, nil
 }
 
-// certFits reports whether a node's agent certificate can stay: it
-// chains to an accepted CA, names the node and its address, and is not
-// within 30 days of expiring.
+// certFits reports whether a node's agent certificate can stay: it is
+// signed by the CA that signs now (during a CA rotation, the new one),
+// names the node and its address, and is not within 30 days of expiring.
 func certFits(certPEM string, a *agentPKI, name, address string) bool {
 	cert, err := pki.ParseCert([]byte(certPEM))
 	if err != nil {
 		return false
 	}
-	if _, err := cert.Verify(x509.VerifyOptions{Roots: a.accepted.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: pki.NewBundle(a.signer.Cert).Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
 		return false
 	}
 	if time.Until(cert.NotAfter) < 30*24*time.Hour || cert.VerifyHostname(name) != nil {
@@ -298,9 +299,10 @@ func certFits(certPEM string, a *agentPKI, name, address string) bool {
 }
 
 // installAgent puts the agent on a node — binary, accepted CAs, its
-// server certificate, service — writing only what differs, (re)starts it
-// when something changed or it is stopped, and waits until it answers
-// over mutual TLS.
+// server certificate, service — writing only what differs; restarts it
+// when its binary or service changed or it is stopped, makes it reload
+// its credentials when only they changed, and waits until it answers over
+// mutual TLS with exactly those credentials.
 func (p *Provider) installAgent(ctx context.Context, h *remote.Host, init, uname, name, address string, a *agentPKI) (*agent.Info, error) {
 	ai := agent.Systemd
 	if init == initOpenRC {
@@ -324,7 +326,7 @@ func (p *Provider) installAgent(ctx context.Context, h *remote.Host, init, uname
 		return nil, err
 	}
 	ca := a.accepted.PEM()
-	changed := false
+	restart, reload := false, false
 	for _, f := range files {
 		var data []byte
 		switch f.Kind {
@@ -346,26 +348,26 @@ func (p *Provider) installAgent(ctx context.Context, h *remote.Host, init, uname
 			if err != nil {
 				return nil, err
 			}
-			changed = true
+			restart = true
 			continue
 		case agent.KindCA:
 			if pr.ca == sha256Hex(ca) {
 				continue
 			}
-			data = ca
+			data, reload = ca, true
 		case agent.KindServerCert, agent.KindServerKey:
 			continue // below, together
 		case agent.KindService:
 			if pr.unit == sha256Hex(f.Content) {
 				continue
 			}
-			data = f.Content
+			data, restart = f.Content, true
 		}
 		if err := h.WriteFile(ctx, f.Path, f.Mode, bytes.NewReader(data)); err != nil {
 			return nil, err
 		}
-		changed = true
 	}
+	certPEM := []byte(pr.cert)
 	if !certFits(pr.cert, a, name, address) {
 		var ips []net.IP
 		if ip, err := netip.ParseAddr(address); err == nil {
@@ -390,13 +392,21 @@ func (p *Provider) installAgent(ctx context.Context, h *remote.Host, init, uname
 				return nil, err
 			}
 		}
-		changed = true
+		certPEM, reload = leaf.CertPEM(), true
 	}
-	if changed || !pr.active {
-		cmds, err := agent.EnableCommands(ai)
-		if err != nil {
-			return nil, err
-		}
+	var cmds [][]string
+	switch {
+	case restart || !pr.active:
+		cmds, err = agent.EnableCommands(ai)
+	case reload:
+		var c []string
+		c, err = agent.ReloadCommand(ai)
+		cmds = [][]string{c}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(cmds) > 0 {
 		var script strings.Builder
 		script.WriteString("set -e\n")
 		for _, c := range cmds {
@@ -408,16 +418,27 @@ func (p *Provider) installAgent(ctx context.Context, h *remote.Host, init, uname
 			}
 			script.WriteString(" >/dev/null\n")
 		}
-		if _, err := h.Run(ctx, remote.Command{Step: "start the agent", Script: script.String()}); err != nil {
+		step := "start the agent"
+		if !restart && pr.active {
+			step = "reload the agent's credentials"
+		}
+		if _, err := h.Run(ctx, remote.Command{Step: step, Script: script.String()}); err != nil {
 			return nil, err
 		}
 	}
-	return p.waitAgent(ctx, address, a)
+	cert, err := pki.ParseCert(certPEM)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, "k3s: the agent certificate", err)
+	}
+	return p.waitAgent(ctx, address, a, pki.Fingerprint(cert))
 }
 
-// waitAgent polls the agent's /v1/info until it answers or the ready
-// timeout passes.
-func (p *Provider) waitAgent(ctx context.Context, address string, a *agentPKI) (*agent.Info, error) {
+// waitAgent polls the agent's /v1/info until it answers using the
+// credentials a and the server certificate whose fingerprint is cert
+// (a restart or a reload takes effect a moment after the command that
+// asked for it), or the ready timeout passes. An agent that does not
+// report its credentials (an older build) is taken at its word.
+func (p *Provider) waitAgent(ctx context.Context, address string, a *agentPKI, cert string) (*agent.Info, error) {
 	c, err := p.agentClient(address, a)
 	if err != nil {
 		return nil, err
@@ -425,10 +446,14 @@ func (p *Provider) waitAgent(ctx context.Context, address string, a *agentPKI) (
 	wctx, cancel := context.WithTimeout(ctx, p.cfg.ReadyTimeout)
 	defer cancel()
 	b := backoff.Policy{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.1}.Start()
+	want := a.accepted.Fingerprints()
 	for {
 		info, err := c.Info(wctx)
 		if err == nil {
-			return info, nil
+			if info.ServerCert == "" || info.ServerCert == cert && slices.Equal(info.AcceptedCAs, want) {
+				return info, nil
+			}
+			err = fmt.Errorf("it still uses its previous credentials (certificate %.12s…, %d accepted CAs)", info.ServerCert, len(info.AcceptedCAs))
 		}
 		if werr := b.Wait(wctx); werr != nil {
 			if ctx.Err() != nil {

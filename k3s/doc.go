@@ -78,7 +78,13 @@
 // the agents over one kept mTLS connection per node, not SSH. Actions:
 // `status cluster NAME` (a node table: role, Ready, k3s and agent
 // versions, address), `logs node NAME [--lines N] [--follow]` (the k3s
-// log, from the journal or OpenRC's log file) and `restart node NAME`.
+// log, from the journal or OpenRC's log file), `restart node NAME` and
+// `rotate-agent-ca cluster NAME`, which moves every agent to a new CA —
+// both CAs accepted, node certificates reissued and reloaded over SSH
+// (SIGHUP, no restart), the controller's certificate reissued, the old CA
+// dropped — recording each step (registry.ActionSpec.Records), so that the
+// recorded credentials reach every node at every moment and an
+// interrupted run is finished by the next.
 //
 // Changing spec.k3s.version upgrades the nodes through their agents in the
 // order they joined — servers one at a time, then agents one at a time —

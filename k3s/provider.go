@@ -246,8 +246,9 @@ func (p *Provider) Validate(_ context.Context, r *manifest.Resource) error {
 	return unknownKind(r.Kind)
 }
 
-// Actions returns the provider's actions: kubeconfig and status on a
-// Cluster; logs and restart on a Node, through its agent.
+// Actions returns the provider's actions: kubeconfig, status and
+// rotate-agent-ca on a Cluster; logs and restart on a Node, through its
+// agent.
 func (p *Provider) Actions() []registry.ActionSpec {
 	return []registry.ActionSpec{{
 		Name: "kubeconfig", Kind: KindCluster,
@@ -259,6 +260,14 @@ func (p *Provider) Actions() []registry.ActionSpec {
 		Name: "status", Kind: KindCluster,
 		Short: "Print the cluster's nodes: role, readiness, k3s and agent versions, address",
 		Long:  "Read the cluster live — every node's host, its agent and the Kubernetes API — and print one line per node.",
+	}, {
+		Name: "rotate-agent-ca", Kind: KindCluster, Records: true,
+		Short: "Replace the cluster's agent CA and reissue every agent and controller certificate",
+		Long: "Make a new agent CA and move every node to it without a moment where openctl cannot reach a node: " +
+			"each agent first accepts both CAs and gets a certificate from the new one, then the controller's " +
+			"certificate is reissued, then the old CA is dropped everywhere. Credentials go over each node's " +
+			"verified SSH connection; agents reload them without a restart. Every step is recorded: a run " +
+			"interrupted half-way is finished by the next one.",
 	}, {
 		Name: "logs", Kind: KindNode,
 		Short: "Print the last lines of a node's k3s log, through its agent",
@@ -295,6 +304,8 @@ func (p *Provider) Do(ctx context.Context, req registry.ActionRequest) (*registr
 			return nil, err
 		}
 		return &registry.ActionResult{Resource: c}, writeNodeTable(req.Out, c.Status)
+	case req.ID.Kind == KindCluster && req.Action == "rotate-agent-ca":
+		return p.rotateAgentCA(ctx, req)
 	case (req.ID.Kind == KindNode || req.ID.Kind == KindK3sNode) && (req.Action == "logs" || req.Action == "restart"):
 		c, err := p.nodeAgent(ctx, req.ID)
 		if err != nil {

@@ -237,6 +237,11 @@ type ActionSpec struct {
 	// Args are the action's arguments. The target resource's name is
 	// always the first positional argument and is not listed.
 	Args []ArgSpec `json:"args,omitempty"`
+	// Records marks an action that changes what the state records of the
+	// resources it acts on (a credential rotation, say): the engine holds
+	// the state lock while it runs, as Apply does, and hands it
+	// ActionRequest.Record. In-process providers only.
+	Records bool `json:"records,omitempty"`
 }
 
 // ArgType is the type of an action argument.
@@ -273,6 +278,20 @@ type ActionRequest struct {
 	Args map[string]any
 	// Out receives streamed output; never nil when the engine calls Do.
 	Out io.Writer
+	// Record, set for an action whose spec says Records, records new
+	// status fields of resources the action changed, all of them before it
+	// returns: call it after each step that must survive an interruption,
+	// so that a re-run of the action finds where it stopped. Secret fields
+	// are sealed as Apply seals them.
+	Record func(ctx context.Context, updates ...StatusUpdate) error
+}
+
+// StatusUpdate is a change an action made to a recorded resource.
+type StatusUpdate struct {
+	ID manifest.ID
+	// Status holds the status fields to set, by top-level key; the
+	// record's other fields stay as they are.
+	Status map[string]any
 }
 
 // ActionResult is the outcome of an action.

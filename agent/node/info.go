@@ -28,6 +28,9 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 		Capabilities: capabilities(),
 		ServiceState: agent.StateUnknown,
 	}
+	if c := s.creds.Load(); c != nil {
+		info.AcceptedCAs, info.ServerCert = c.bundle.Fingerprints(), c.cert
+	}
 	role, err := s.sys.Role(ctx)
 	if err != nil {
 		info.Problems = append(info.Problems, "role: "+err.Error())

@@ -15,6 +15,7 @@ import (
 type credentials struct {
 	tls    *tls.Config
 	bundle pki.Bundle
+	cert   string // the server certificate's fingerprint
 }
 
 // Reload replaces the accepted CA bundle and the server certificate, for
@@ -44,7 +45,7 @@ func (s *Server) Reload(caBundle, certPEM, keyPEM []byte) error {
 		// Every connection verifies the client's chain afresh.
 		SessionTicketsDisabled: true,
 	}
-	s.creds.Store(&credentials{tls: cfg, bundle: bundle})
+	s.creds.Store(&credentials{tls: cfg, bundle: bundle, cert: pki.Fingerprint(leaf.Cert)})
 	return nil
 }
 

@@ -181,8 +181,10 @@ func TestMTLSRotatedOutCARejected(t *testing.T) {
 	oldServerKey, _ := env.ServerLeaf.KeyPEM()
 	require.NoError(t, env.Server.Reload(overlap.PEM(), env.ServerLeaf.CertPEM(), oldServerKey))
 	for name, leaf := range map[string]*pki.Leaf{"old client": oldClient, "new client": newClient} {
-		_, err := clientWith(leaf, overlap).Info(ctx)
+		info, err := clientWith(leaf, overlap).Info(ctx)
 		require.NoError(t, err, name)
+		assert.Equal(t, overlap.Fingerprints(), info.AcceptedCAs, "Info reports the CAs accepted since the reload")
+		assert.Equal(t, pki.Fingerprint(env.ServerLeaf.Cert), info.ServerCert)
 	}
 	// Step 2: the node gets a server certificate from the new CA; a
 	// controller that already trusts both CAs keeps working.
@@ -198,8 +200,10 @@ func TestMTLSRotatedOutCARejected(t *testing.T) {
 	// Step 3: the old CA is dropped.
 	final := overlap.Without(oldCA.Cert)
 	require.NoError(t, env.Server.Reload(final.PEM(), newServer.CertPEM(), newServerKey))
-	_, err = clientWith(newClient, final).Info(ctx)
+	info, err := clientWith(newClient, final).Info(ctx)
 	require.NoError(t, err)
+	assert.Equal(t, []string{pki.Fingerprint(newCA.Cert)}, info.AcceptedCAs)
+	assert.Equal(t, pki.Fingerprint(newServer.Cert), info.ServerCert)
 	_, err = clientWith(oldClient, final).Info(ctx)
 	require.Error(t, err)
 	assert.True(t, errcode.Is(err, errcode.Unauthorized), "%v", err)

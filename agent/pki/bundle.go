@@ -2,7 +2,9 @@ package pki
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"fmt"
 	"slices"
 
@@ -71,6 +73,23 @@ func (b Bundle) Without(ca *x509.Certificate) Bundle {
 // Contains reports whether ca is in the bundle.
 func (b Bundle) Contains(ca *x509.Certificate) bool {
 	return ca != nil && slices.ContainsFunc(b.certs, ca.Equal)
+}
+
+// Fingerprints are the SHA-256 fingerprints of the bundle's CA
+// certificates (see [Fingerprint]), in the bundle's order.
+func (b Bundle) Fingerprints() []string {
+	out := make([]string, len(b.certs))
+	for i, c := range b.certs {
+		out[i] = Fingerprint(c)
+	}
+	return out
+}
+
+// Fingerprint is the SHA-256 of a certificate's DER encoding, in lower-case
+// hex: how an agent reports the credentials it uses (agent.Info).
+func Fingerprint(c *x509.Certificate) string {
+	sum := sha256.Sum256(c.Raw)
+	return hex.EncodeToString(sum[:])
 }
 
 // Len returns the number of CA certificates in the bundle.

@@ -45,6 +45,8 @@ func rcAction(name, action string) int {
 	case "stop":
 		fmt.Printf(" * Stopping %s ...\n", name)
 	case "status":
+	case "reload":
+		fmt.Printf(" * Reloading %s ...\n", name)
 	default:
 		fmt.Fprintf(os.Stderr, " * %s: unknown function `%s'\n", name, action)
 		return 1

@@ -703,6 +703,14 @@ func (s *supervisor) handle(req request, out, errf func(string, ...any), gone ch
 			}
 		}
 		return code
+	case "reload":
+		code := 0
+		for _, n := range req.Units {
+			if c := s.reload(n, errf); c != 0 {
+				code = c
+			}
+		}
+		return code
 	case "stop":
 		code := 0
 		for _, n := range req.Units {
@@ -729,6 +737,55 @@ func (s *supervisor) handle(req request, out, errf func(string, ...any), gone ch
 	}
 	errf("Unknown command verb %s.\n", req.Cmd)
 	return 1
+}
+
+// reload runs a running service's ExecReload with $MAINPID set; for
+// OpenRC, whose scripts here reload by "supervise-daemon NAME --signal
+// HUP", it sends the service's process SIGHUP.
+func (s *supervisor) reload(n string, errf func(string, ...any)) int {
+	s.mu.Lock()
+	sv := s.get(n)
+	def, err := s.load(sv)
+	if err != nil {
+		s.mu.Unlock()
+		return s.notFound(n, "reload", errf, err)
+	}
+	active := sv.state == stActive && sv.cmd != nil && sv.cmd.Process != nil
+	pid := 0
+	if active {
+		pid = sv.cmd.Process.Pid
+	}
+	s.mu.Unlock()
+	switch {
+	case s.openrc && def.reload == nil:
+		errf(" * %s: unknown function `reload'\n", n)
+		return 1
+	case s.openrc && !active:
+		errf(" * ERROR: %s has not yet been started\n", n)
+		return 1
+	case s.openrc:
+		if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+			errf(" * ERROR: %s: %v\n", n, err)
+			return 1
+		}
+		return 0
+	case def.reload == nil:
+		errf("Failed to reload %s: Job type reload is not applicable for unit %s.\n", n, n)
+		return 1
+	case !active:
+		errf("%s is not active, cannot reload.\n", n)
+		return 1
+	}
+	argv := expandEnv(def.reload.argv, []string{"MAINPID=" + strconv.Itoa(pid)})
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = serviceEnv()
+	if out, err := cmd.CombinedOutput(); err != nil && !def.reload.ignoreFailure {
+		sv.logf("%s: reload failed: %v: %s", n, err, out)
+		errf("Job for %s failed.\nSee \"systemctl status %s\" and \"journalctl -xeu %s\" for details.\n", n, n, n)
+		return 1
+	}
+	sv.logf("Reloaded %s.", def.description)
+	return 0
 }
 
 func (s *supervisor) notFound(n, verb string, errf func(string, ...any), err error) int {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,6 +37,7 @@ type serviceDef struct {
 	typ         string // simple, exec, notify, oneshot
 	preStart    []command
 	start       command
+	reload      *command // ExecReload; for OpenRC, a script offering reload (its HUP is sent as supervise-daemon --signal would)
 	env         []string // Environment= then EnvironmentFile= contents, in order
 	envFiles    []envFile
 	restart     string // no, always, on-failure
@@ -147,6 +149,10 @@ func (d *serviceDef) parse(b []byte) error {
 			d.typ = v
 		case "Service.ExecStart":
 			d.start, err = parseCommand(v)
+		case "Service.ExecReload":
+			var c command
+			c, err = parseCommand(v)
+			d.reload = &c
 		case "Service.ExecStartPre":
 			if v == "" {
 				d.preStart = nil
@@ -346,7 +352,7 @@ func loadOpenRC(name string) (*serviceDef, error) {
 		return nil, errNotFound
 	}
 	probe := `set -a; . "$0" >/dev/null 2>&1 </dev/null; set +a
-printf '%s\0' "$command" "$supervisor" "$respawn_delay" "$output_log" "$error_log" "$description" "$directory"`
+printf '%s\0' "$command" "$supervisor" "$respawn_delay" "$output_log" "$error_log" "$description" "$directory" "$extra_started_commands $extra_commands"`
 	cmd := exec.Command("/bin/sh", "-c", probe, p)
 	cmd.Env = append(serviceEnv(), "RC_SVCNAME="+name)
 	out, err := cmd.Output()
@@ -354,7 +360,7 @@ printf '%s\0' "$command" "$supervisor" "$respawn_delay" "$output_log" "$error_lo
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	f := strings.Split(string(out), "\x00")
-	if len(f) < 7 {
+	if len(f) < 8 {
 		return nil, fmt.Errorf("%s: unexpected probe output", p)
 	}
 	if f[0] == "" {
@@ -363,6 +369,9 @@ printf '%s\0' "$command" "$supervisor" "$respawn_delay" "$output_log" "$error_lo
 	d := &serviceDef{
 		name: name, path: p, typ: "simple", restart: "no", description: f[5],
 		stopTO: 60 * time.Second, killMode: "control-group", outputLog: f[3], errorLog: f[4], workDir: f[6],
+	}
+	if slices.Contains(strings.Fields(f[7]), "reload") {
+		d.reload = &command{}
 	}
 	if f[1] == "supervise-daemon" {
 		d.restart = "always"

@@ -1,0 +1,127 @@
+package k3s
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/openctl/openctl/agent/pki"
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/registry"
+)
+
+// rotateAgentCA replaces a cluster's agent CA with a new one, without a
+// moment where the PKI the state records cannot reach a node:
+//
+//  1. A new CA is made and recorded as the signer, accepted alongside the
+//     old one; the controller keeps its old client certificate.
+//  2. Every node, one at a time, gets the two-CA bundle and a server
+//     certificate from the new CA, over its verified SSH connection (the
+//     agent takes no files), and reloads its credentials (SIGHUP: no
+//     restart); the step ends when the agent reports both.
+//  3. The controller's client certificate is reissued from the new CA
+//     and recorded: every agent accepts it now.
+//  4. Every node gets the bundle of the new CA alone and reloads; the old
+//     CA is dropped from the record.
+//
+// Each step is recorded before the next starts, in every node's status
+// and the cluster's. A run interrupted anywhere leaves a PKI that reaches
+// every node; the next run sees the two CAs and finishes the rotation
+// from step 2, whose writes and reloads are skipped where already done.
+func (p *Provider) rotateAgentCA(ctx context.Context, req registry.ActionRequest) (*registry.ActionResult, error) {
+	id := req.ID
+	prior := registry.Prior(ctx)
+	if prior == nil {
+		return nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: %s: not recorded, so its nodes are unknown", id.Short()))
+	}
+	rec, err := recordedNodes(prior.Status)
+	if err != nil || len(rec.Nodes) == 0 {
+		return nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: %s: its record lists no nodes (never applied?)", id.Short()))
+	}
+	a, err := p.clusterPKI(ctx, id.Name)
+	if err != nil {
+		return nil, err
+	}
+	if a == nil {
+		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("k3s: %s has no agents: it was applied without providers.k3s.agent", id.Short()))
+	}
+	if req.Record == nil {
+		return nil, errcode.New(errcode.Internal, "k3s: rotate-agent-ca needs an engine that records actions")
+	}
+	record := func(a *agentPKI, step string) error {
+		enc, err := a.encode()
+		if err != nil {
+			return err
+		}
+		updates := []registry.StatusUpdate{{ID: id, Status: map[string]any{"agentPKI": enc}}}
+		for _, m := range rec.Nodes {
+			updates = append(updates, registry.StatusUpdate{
+				ID:     manifest.ID{APIVersion: APIVersion, Kind: KindNode, Name: m.Name},
+				Status: map[string]any{"agentPKI": enc},
+			})
+		}
+		if err := req.Record(ctx, updates...); err != nil {
+			return err
+		}
+		p.pkis.Store(id.Name, a)
+		registry.ReportStep(ctx, step)
+		return nil
+	}
+	resumed := a.accepted.Len() > 1
+	if !resumed {
+		ca, overlap, err := pki.Rotate(a.accepted, "openctl agent CA for cluster "+id.Name)
+		if err != nil {
+			return nil, err
+		}
+		a = &agentPKI{accepted: overlap, signer: ca, client: a.client}
+		if err := record(a, "new CA made and recorded, accepted alongside the old one"); err != nil {
+			return nil, err
+		}
+	}
+	// Every node: both CAs, a certificate from the new one.
+	if err := p.pushAgentCredentials(ctx, rec, a, "now accepts both CAs and serves a certificate from the new one"); err != nil {
+		return nil, err
+	}
+	client, err := a.signer.IssueClient(pki.ControllerName)
+	if err != nil {
+		return nil, err
+	}
+	a = &agentPKI{accepted: a.accepted, signer: a.signer, client: client}
+	if err := record(a, "controller certificate reissued from the new CA"); err != nil {
+		return nil, err
+	}
+	// Every node: the new CA alone.
+	final := &agentPKI{accepted: pki.NewBundle(a.signer.Cert), signer: a.signer, client: a.client}
+	if err := p.pushAgentCredentials(ctx, rec, final, "now accepts the new CA only"); err != nil {
+		return nil, err
+	}
+	if err := record(final, "old CA dropped"); err != nil {
+		return nil, err
+	}
+	msg := fmt.Sprintf("%s: agent CA rotated on %d nodes (new CA %.16s…)", id.Name, len(rec.Nodes), pki.Fingerprint(a.signer.Cert))
+	if resumed {
+		msg += ", finishing an interrupted rotation"
+	}
+	return &registry.ActionResult{Message: msg}, nil
+}
+
+// pushAgentCredentials brings every node's agent to the PKI a — accepted
+// bundle, a certificate from its signer — one node at a time, over SSH.
+func (p *Provider) pushAgentCredentials(ctx context.Context, rec *clusterNodes, a *agentPKI, done string) error {
+	for _, m := range rec.Nodes {
+		loc := &location{Role: m.Role, Address: m.Address, SSHHostKey: m.SSHHostKey, SSH: rec.SSH}
+		h, err := p.pool.Host(ctx, loc.target())
+		if err != nil {
+			return p.nodeErr(m.Name, "connect", err)
+		}
+		pr, err := probeHost(ctx, h, service(m.Role), m.Address)
+		if err != nil {
+			return p.nodeErr(m.Name, "inspect the host", err)
+		}
+		if _, err := p.installAgent(ctx, h, pr.init, pr.uname, m.Name, m.Address, a); err != nil {
+			return p.nodeErr(m.Name, "rotate the agent's credentials", err)
+		}
+		registry.ReportStep(ctx, m.Name+": "+done)
+	}
+	return nil
+}
