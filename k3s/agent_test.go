@@ -1,7 +1,6 @@
 package k3s_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -54,14 +53,10 @@ func TestAgentRollout(t *testing.T) {
 
 	// A client with the controller's certificate from state reaches each
 	// agent; the agent's certificate names the node.
-	var doc struct{ Accepted, ClientCert, ClientKey string }
-	require.NoError(t, json.Unmarshal([]byte(sealed.Reveal()), &doc))
+	doc, err := readPKI(ctx, e, nodeID("ag-s1"))
+	require.NoError(t, err)
 	for _, h := range []*k3stest.Host{s1, a1} {
-		cl, err := agent.NewClient(agent.ClientConfig{Address: h.Addr().String() + ":9443", CABundle: []byte(doc.Accepted),
-			CertPEM: []byte(doc.ClientCert), KeyPEM: []byte(doc.ClientKey)})
-		require.NoError(t, err)
-		info, err := cl.Info(ctx)
-		cl.Close()
+		info, err := agentInfo(ctx, h, doc)
 		require.NoError(t, err, h.Name())
 		assert.Equal(t, agent.StateActive, info.ServiceState, h.Name())
 		assert.Equal(t, standinVersion, info.K3sVersion, h.Name())

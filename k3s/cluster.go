@@ -82,6 +82,9 @@ func (p *Provider) Plan(_ context.Context, r *manifest.Resource) ([]*manifest.Re
 		if s.Drain != nil {
 			spec["drain"] = drainMap(s.Drain)
 		}
+		if m.role == RoleAgent && s.Upgrade.concurrency() > 1 {
+			spec["upgrade"] = map[string]any{"concurrency": int64(s.Upgrade.concurrency())}
+		}
 		if m.role == RoleServer {
 			if len(s.TLSSANs) > 0 {
 				spec["tlsSANs"] = toAny(s.TLSSANs)
@@ -618,13 +621,9 @@ func (p *Provider) writeKubeconfig(ctx context.Context, name string, s *ClusterS
 
 // getCluster reads a cluster from the nodes its record lists.
 func (p *Provider) getCluster(ctx context.Context, id manifest.ID) (*manifest.Resource, error) {
-	prior := registry.Prior(ctx)
-	if prior == nil {
-		return nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: %s: not recorded, so its nodes are unknown", id.Short()))
-	}
-	rec, err := recordedNodes(prior.Status)
-	if err != nil || len(rec.Nodes) == 0 {
-		return nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: %s: its record lists no nodes (never applied?)", id.Short()))
+	prior, rec, err := recordedCluster(ctx, id)
+	if err != nil {
+		return nil, err
 	}
 	a, err := p.clusterPKI(ctx, id.Name)
 	if err != nil {
@@ -653,6 +652,20 @@ func (p *Provider) getCluster(ctx context.Context, id manifest.ID) (*manifest.Re
 		st["outputs"] = o
 	}
 	return &manifest.Resource{APIVersion: id.APIVersion, Kind: id.Kind, Metadata: manifest.Metadata{Name: id.Name, Labels: prior.Metadata.Labels}, Spec: prior.Spec, Status: st}, nil
+}
+
+// recordedCluster is a cluster's record (registry.Prior) and the nodes
+// it lists; NOT_FOUND when there is none or it lists no nodes.
+func recordedCluster(ctx context.Context, id manifest.ID) (*manifest.Resource, *clusterNodes, error) {
+	prior := registry.Prior(ctx)
+	if prior == nil {
+		return nil, nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: %s: not recorded, so its nodes are unknown", id.Short()))
+	}
+	rec, err := recordedNodes(prior.Status)
+	if err != nil || len(rec.Nodes) == 0 {
+		return nil, nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: %s: its record lists no nodes (never applied?)", id.Short()))
+	}
+	return prior, rec, nil
 }
 
 // clusterNodes are the nodes a cluster's status records, and how to

@@ -87,10 +87,13 @@
 // interrupted run is finished by the next.
 //
 // Changing spec.k3s.version upgrades the nodes through their agents in the
-// order they joined — servers one at a time, then agents one at a time —
-// each cordoned, drained (spec.drain), upgraded by its agent (which rolls
-// back when its health gate fails), waited for Ready at the new kubelet
-// version and uncordoned; a rolled-back node stops the rollout there.
+// order they joined — servers one at a time, then agents
+// spec.upgrade.concurrency at a time (default 1) — each cordoned, drained
+// (spec.drain), for the server holding the VIP relieved of it first
+// (kube-vip's Lease handed to another server), upgraded by its agent
+// (which rolls back when its health gate fails), waited for Ready at the
+// new kubelet version and uncordoned; a rolled-back node stops the
+// rollout there.
 // Downgrades and skipped minor versions are refused before anything
 // changes. A node removed from a Cluster is drained under spec.drain,
 // deleted from the API (a quorum guard first for a server) and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/openctl/openctl"
+	"github.com/openctl/openctl/agent"
 	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/internal/testenv"
 	"github.com/openctl/openctl/k3s"
@@ -223,4 +225,32 @@ func (e *env) vip() netip.Addr {
 	a := e.net.Prefix().Addr().As4()
 	a[3] = 254
 	return netip.AddrFrom4(a)
+}
+
+// recordedPKI is the agent PKI a record keeps (sealed), as JSON fields.
+type recordedPKI struct{ Accepted, ClientCert, ClientKey string }
+
+func readPKI(ctx context.Context, e *env, id manifest.ID) (recordedPKI, error) {
+	var doc recordedPKI
+	rec, err := e.store.Get(ctx, id)
+	if err != nil {
+		return doc, err
+	}
+	s, ok := rec.SecretValue("status.agentPKI")
+	if !ok {
+		return doc, fmt.Errorf("%s records no agent PKI", id.Name)
+	}
+	return doc, json.Unmarshal([]byte(s.Reveal()), &doc)
+}
+
+// agentInfo asks the agent at h for /v1/info with the credentials of doc,
+// on a fresh connection.
+func agentInfo(ctx context.Context, h *k3stest.Host, doc recordedPKI) (*agent.Info, error) {
+	cl, err := agent.NewClient(agent.ClientConfig{Address: h.Addr().String() + ":9443", CABundle: []byte(doc.Accepted),
+		CertPEM: []byte(doc.ClientCert), KeyPEM: []byte(doc.ClientKey), Retries: -1})
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	return cl.Info(ctx)
 }

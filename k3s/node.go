@@ -108,7 +108,11 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 		// A running node with an agent is upgraded through it; without
 		// one, the new binary is installed and k3s restarted below.
 		if agentUp && pr.active && s.K3s.method() == InstallUpload {
-			if err := p.upgradeNode(ctx, h, name, loc, s, a, pr.version); err != nil {
+			api, err := p.nodeAPI(ctx, h, name, loc, s)
+			if err != nil {
+				return nil, p.nodeErr(name, "reach the cluster's API", err)
+			}
+			if err := p.upgradeNode(ctx, api.Kubernetes(), h, name, loc, s, a, pr.version); err != nil {
 				return nil, err
 			}
 			if pr, err = probeHost(ctx, h, service(s.Role), s.Address); err != nil {

@@ -41,6 +41,7 @@ spec:
     user: ubuntu
   vip:
     address: 10.0.0.100
+  upgrade: {concurrency: 2}
   hosts:
     - {name: a1, address: 10.0.0.21, role: agent}
     - {name: s1, address: 10.0.0.11, role: server}
@@ -89,6 +90,9 @@ func TestPlanHosts(t *testing.T) {
 	}
 	assert.Nil(t, byName["a1"].Spec["vip"])
 	assert.Equal(t, "lab", byName["a1"].Spec["cluster"])
+	// Agents carry the upgrade concurrency; servers always go one at a time.
+	assert.Equal(t, map[string]any{"concurrency": int64(2)}, byName["a2"].Spec["upgrade"])
+	assert.Nil(t, byName["s2"].Spec["upgrade"])
 }
 
 const proxmoxCluster = `apiVersion: k3s.openctl.io/v1
@@ -174,6 +178,7 @@ func TestClusterSpecErrors(t *testing.T) {
 		{"vip", "10.0.0.100", "vip.lab", `spec.vip.address: Cluster lab: not an IP address: "vip.lab"`},
 		{"install method", "[traefik]\n", "[traefik]\n    install: {method: curl}\n", `spec.k3s.install.method: Cluster lab: must be "upload" or "script", got "curl"`},
 		{"install script over http", "[traefik]\n", "[traefik]\n    install: {method: script, scriptURL: 'http://get.k3s.io'}\n", `spec.k3s.install.scriptURL: Cluster lab: must be an https:// URL (the script runs as root on the node), got "http://get.k3s.io"`},
+		{"upgrade concurrency", "concurrency: 2", "concurrency: -1", `spec.upgrade.concurrency: Cluster lab: want how many agents to upgrade at once, 1 to 100 (0: 1), got -1`},
 		{"script URL for an upload", "[traefik]\n", "[traefik]\n    install: {scriptURL: 'https://get.k3s.io'}\n", `spec.k3s.install.scriptURL: Cluster lab: only for method "script"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -77,7 +77,7 @@ type Provider struct {
 	// their nodes, by cluster name: a cluster's Apply and Get use them.
 	pkis     sync.Map // string → *agentPKI
 	agents   agentClients
-	rollouts sync.Map // cluster → *rollout
+	rollouts sync.Map // "cluster/concurrency" → *rollout
 	// drains are the drain policies of the clusters this provider planned,
 	// by name: a node that leaves its cluster is drained under the
 	// cluster's policy as now written, not the one it was created with.
@@ -246,8 +246,8 @@ func (p *Provider) Validate(_ context.Context, r *manifest.Resource) error {
 	return unknownKind(r.Kind)
 }
 
-// Actions returns the provider's actions: kubeconfig, status and
-// rotate-agent-ca on a Cluster; logs and restart on a Node, through its
+// Actions returns the provider's actions: kubeconfig, status, upgrade
+// and rotate-agent-ca on a Cluster; logs and restart on a Node, through its
 // agent.
 func (p *Provider) Actions() []registry.ActionSpec {
 	return []registry.ActionSpec{{
@@ -260,6 +260,15 @@ func (p *Provider) Actions() []registry.ActionSpec {
 		Name: "status", Kind: KindCluster,
 		Short: "Print the cluster's nodes: role, readiness, k3s and agent versions, address",
 		Long:  "Read the cluster live — every node's host, its agent and the Kubernetes API — and print one line per node.",
+	}, {
+		Name: "upgrade", Kind: KindCluster, Records: true,
+		Short: "Upgrade the cluster's k3s, servers one at a time, then agents, through their agents",
+		Long: "Upgrade every node to --version as a change of spec.k3s.version does: servers one at a time, then " +
+			"agents spec.upgrade.concurrency at a time, each cordoned, drained, upgraded by its agent (rolled back " +
+			"when its health gate fails, which stops the rollout there), Ready at the new version and uncordoned. " +
+			"Downgrades and skipped minor versions are refused before anything changes; nodes already at --version " +
+			"are skipped, so a re-run resumes. Set spec.k3s.version in the manifest to match afterwards.",
+		Args: []registry.ArgSpec{{Name: "version", Type: registry.ArgString, Required: true, Help: "the k3s release, e.g. v1.37.3+k3s1"}},
 	}, {
 		Name: "rotate-agent-ca", Kind: KindCluster, Records: true,
 		Short: "Replace the cluster's agent CA and reissue every agent and controller certificate",
@@ -304,6 +313,8 @@ func (p *Provider) Do(ctx context.Context, req registry.ActionRequest) (*registr
 			return nil, err
 		}
 		return &registry.ActionResult{Resource: c}, writeNodeTable(req.Out, c.Status)
+	case req.ID.Kind == KindCluster && req.Action == "upgrade":
+		return p.upgradeCluster(ctx, req)
 	case req.ID.Kind == KindCluster && req.Action == "rotate-agent-ca":
 		return p.rotateAgentCA(ctx, req)
 	case (req.ID.Kind == KindNode || req.ID.Kind == KindK3sNode) && (req.Action == "logs" || req.Action == "restart"):

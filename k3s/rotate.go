@@ -30,23 +30,13 @@ import (
 // from step 2, whose writes and reloads are skipped where already done.
 func (p *Provider) rotateAgentCA(ctx context.Context, req registry.ActionRequest) (*registry.ActionResult, error) {
 	id := req.ID
-	prior := registry.Prior(ctx)
-	if prior == nil {
-		return nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: %s: not recorded, so its nodes are unknown", id.Short()))
-	}
-	rec, err := recordedNodes(prior.Status)
-	if err != nil || len(rec.Nodes) == 0 {
-		return nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: %s: its record lists no nodes (never applied?)", id.Short()))
-	}
-	a, err := p.clusterPKI(ctx, id.Name)
+	_, rec, err := recordedCluster(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if a == nil {
-		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("k3s: %s has no agents: it was applied without providers.k3s.agent", id.Short()))
-	}
-	if req.Record == nil {
-		return nil, errcode.New(errcode.Internal, "k3s: rotate-agent-ca needs an engine that records actions")
+	a, err := p.actionPKI(ctx, req)
+	if err != nil {
+		return nil, err
 	}
 	record := func(a *agentPKI, step string) error {
 		enc, err := a.encode()
@@ -103,6 +93,23 @@ func (p *Provider) rotateAgentCA(ctx context.Context, req registry.ActionRequest
 		msg += ", finishing an interrupted rotation"
 	}
 	return &registry.ActionResult{Message: msg}, nil
+}
+
+// actionPKI is the agent PKI of the cluster an action that goes through
+// the agents and records what it changes works on: INVALID when the
+// cluster has no agents.
+func (p *Provider) actionPKI(ctx context.Context, req registry.ActionRequest) (*agentPKI, error) {
+	if req.Record == nil {
+		return nil, errcode.New(errcode.Internal, "k3s: "+req.Action+" needs an engine that records actions (registry.ActionSpec.Records)")
+	}
+	a, err := p.clusterPKI(ctx, req.ID.Name)
+	if err != nil {
+		return nil, err
+	}
+	if a == nil {
+		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("k3s: %s has no agents: it was applied without providers.k3s.agent", req.ID.Short()))
+	}
+	return a, nil
 }
 
 // pushAgentCredentials brings every node's agent to the PKI a — accepted

@@ -2,7 +2,6 @@ package k3s_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -21,34 +20,6 @@ import (
 	"github.com/openctl/openctl/k3s/k3stest"
 	"github.com/openctl/openctl/manifest"
 )
-
-// recordedPKI is the agent PKI a record keeps (sealed), as JSON fields.
-type recordedPKI struct{ Accepted, ClientCert, ClientKey string }
-
-func readPKI(ctx context.Context, t *testing.T, e *env, id manifest.ID) (recordedPKI, error) {
-	var doc recordedPKI
-	rec, err := e.store.Get(ctx, id)
-	if err != nil {
-		return doc, err
-	}
-	s, ok := rec.SecretValue("status.agentPKI")
-	if !ok {
-		return doc, fmt.Errorf("%s records no agent PKI", id.Name)
-	}
-	return doc, json.Unmarshal([]byte(s.Reveal()), &doc)
-}
-
-// agentInfo asks the agent at h for /v1/info with the credentials of doc,
-// on a fresh connection.
-func agentInfo(ctx context.Context, h *k3stest.Host, doc recordedPKI) (*agent.Info, error) {
-	cl, err := agent.NewClient(agent.ClientConfig{Address: h.Addr().String() + ":9443", CABundle: []byte(doc.Accepted),
-		CertPEM: []byte(doc.ClientCert), KeyPEM: []byte(doc.ClientKey), Retries: -1})
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	return cl.Info(ctx)
-}
 
 // TestRotateAgentCA: rotate-agent-ca moves a systemd server and an OpenRC
 // agent to a new agent CA. Throughout, the credentials state records —
@@ -74,7 +45,7 @@ func TestRotateAgentCA(t *testing.T) {
 	nodeID := func(h *k3stest.Host) manifest.ID {
 		return manifest.ID{APIVersion: k3s.APIVersion, Kind: k3s.KindNode, Name: h.Name()}
 	}
-	before, err := readPKI(ctx, t, e, c.ID())
+	before, err := readPKI(ctx, e, c.ID())
 	require.NoError(t, err)
 	pids := map[string]string{}
 	for _, h := range hosts {
@@ -96,7 +67,7 @@ func TestRotateAgentCA(t *testing.T) {
 		for pollCtx.Err() == nil {
 			for _, h := range hosts {
 				for _, id := range []manifest.ID{c.ID(), nodeID(h)} {
-					doc, err := readPKI(pollCtx, t, e, id)
+					doc, err := readPKI(pollCtx, e, id)
 					if err == nil {
 						_, err = agentInfo(pollCtx, h, doc)
 					}
@@ -135,7 +106,7 @@ func TestRotateAgentCA(t *testing.T) {
 	require.Error(t, err, "cancelled half-way")
 	assert.True(t, errors.Is(err, context.Canceled), "%v", err)
 	assert.Equal(t, []string{"new CA made and recorded, accepted alongside the old one", "rot-s1: now accepts both CAs and serves a certificate from the new one"}, steps)
-	mid, err := readPKI(ctx, t, e, c.ID())
+	mid, err := readPKI(ctx, e, c.ID())
 	require.NoError(t, err)
 	bundle, err := pki.ParseBundle([]byte(mid.Accepted))
 	require.NoError(t, err)
@@ -161,7 +132,7 @@ func TestRotateAgentCA(t *testing.T) {
 	assert.Empty(t, failures, "state's PKI must reach every agent at every moment")
 	mu.Unlock()
 
-	after, err := readPKI(ctx, t, e, c.ID())
+	after, err := readPKI(ctx, e, c.ID())
 	require.NoError(t, err)
 	final, err := pki.ParseBundle([]byte(after.Accepted))
 	require.NoError(t, err)
@@ -170,7 +141,7 @@ func TestRotateAgentCA(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, old.Fingerprints(), final.Fingerprints(), "a new CA")
 	for _, h := range hosts {
-		doc, err := readPKI(ctx, t, e, nodeID(h))
+		doc, err := readPKI(ctx, e, nodeID(h))
 		require.NoError(t, err)
 		assert.Equal(t, after, doc, "%s records the cluster's PKI", h.Name())
 		info, err := agentInfo(ctx, h, after)

@@ -13,21 +13,30 @@ import (
 )
 
 // bare is a pod no controller manages, bound to a node: draining that
-// node needs force.
+// node needs force. A PodDisruptionBudget guards it: evicting it is
+// refused while the budget stands.
 const bare = `apiVersion: v1
 kind: Pod
-metadata: {name: bare, namespace: default}
+metadata: {name: bare, namespace: default, labels: {app: guarded}}
 spec:
   nodeName: %s
   containers: [{name: pause, image: registry.k8s.io/pause:3.10}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: guard, namespace: default}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: guarded}}
 `
 
 // TestScale scales a cluster on existing hosts from 1 server + 2 agents
 // to 3 servers + 1 agent and back to 1 server: servers join one at a
 // time; the agent that goes is drained first — refused, naming the pod,
-// while the drain policy does not allow evicting an unmanaged pod, done
-// once it does — then deleted from the API and uninstalled; servers
-// leave one at a time, each etcd member gone before the next.
+// while the drain policy does not allow evicting an unmanaged pod, then
+// while a PodDisruptionBudget forbids evicting it, done once neither
+// stands — then deleted from the API and uninstalled; servers leave one
+// at a time, each etcd member gone before the next.
 func TestScale(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -63,6 +72,18 @@ func TestScale(t *testing.T) {
 	assert.Contains(t, err.Error(), "default/bare")
 	assert.Contains(t, nodes(), "sc-a2", "it stays")
 
+	c.Spec["drain"] = map[string]any{"force": true, "timeout": "5s"}
+	_, err = e.engine.Apply(ctx, c)
+	require.Error(t, err, "the disruption budget blocks the drain")
+	assert.Contains(t, err.Error(), "node sc-a2")
+	assert.Contains(t, err.Error(), `"bare"`)
+	assert.Contains(t, err.Error(), "disruption budget")
+	assert.Contains(t, nodes(), "sc-a2", "it stays")
+	out, err = a2.Run(ctx, "pgrep", "-f", "k3s agent")
+	require.NoError(t, err, "k3s still runs on the node the drain could not empty: %s", out)
+
+	_, err = s1.Run(ctx, "k3s", "kubectl", "delete", "pdb", "guard")
+	require.NoError(t, err)
 	c.Spec["drain"] = map[string]any{"force": true, "timeout": "1m"}
 	_, err = e.engine.Apply(ctx, c)
 	if err != nil {

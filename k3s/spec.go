@@ -47,6 +47,33 @@ type ClusterSpec struct {
 	Kubeconfig *KubeconfigSpec `json:"kubeconfig,omitempty"`
 	// Drain is how a node is drained before it is removed or upgraded.
 	Drain *DrainSpec `json:"drain,omitempty"`
+	// Upgrade is how a change of K3s.Version rolls out.
+	Upgrade *UpgradeSpec `json:"upgrade,omitempty"`
+}
+
+// UpgradeSpec is how a version change rolls out: servers always one at a
+// time (etcd keeps its quorum), then agents, Concurrency at a time.
+type UpgradeSpec struct {
+	// Concurrency is how many agents are upgraded at once (default 1).
+	Concurrency int `json:"concurrency,omitempty"`
+}
+
+// maxUpgradeConcurrency bounds UpgradeSpec.Concurrency.
+const maxUpgradeConcurrency = 100
+
+func (u *UpgradeSpec) validate(p string) error {
+	if u != nil && (u.Concurrency < 0 || u.Concurrency > maxUpgradeConcurrency) {
+		return invalid(p+".concurrency", "want how many agents to upgrade at once, 1 to %d (0: 1), got %d", maxUpgradeConcurrency, u.Concurrency)
+	}
+	return nil
+}
+
+// concurrency is how many agents upgrade at once, default filled in.
+func (u *UpgradeSpec) concurrency() int {
+	if u == nil || u.Concurrency < 1 {
+		return 1
+	}
+	return u.Concurrency
 }
 
 // DrainSpec is how a node is drained (k8s.io/kubectl/pkg/drain), before
@@ -331,6 +358,9 @@ func (s *ClusterSpec) validate() error {
 	if err := s.Drain.validate("spec.drain"); err != nil {
 		return err
 	}
+	if err := s.Upgrade.validate("spec.upgrade"); err != nil {
+		return err
+	}
 	if err := s.SSH.validate("spec.ssh"); err != nil {
 		return err
 	}
@@ -578,6 +608,9 @@ type NodeSpec struct {
 	// Drain is how the node is drained before it leaves its cluster or
 	// is upgraded.
 	Drain *DrainSpec `json:"drain,omitempty"`
+	// Upgrade, on an agent, says how many of its cluster's agents upgrade
+	// at once.
+	Upgrade *UpgradeSpec `json:"upgrade,omitempty"`
 	// AgentPKI is the cluster's agent PKI (a secret), for a node that is
 	// not the first server: a Cluster refers it to the first server's
 	// status.agentPKI.
@@ -604,6 +637,9 @@ var (
 
 func (s *NodeSpec) validate() error {
 	if err := s.Drain.validate("spec.drain"); err != nil {
+		return err
+	}
+	if err := s.Upgrade.validate("spec.upgrade"); err != nil {
 		return err
 	}
 	switch s.Role {

@@ -68,7 +68,8 @@ func checkUpgrade(name, have, want string) error {
 }
 
 // rollout is the state of one cluster's upgrades in this provider: agents
-// are upgraded one at a time, and a failure stops those waiting.
+// are upgraded so many at a time (spec.upgrade.concurrency), and a failure
+// stops those waiting.
 type rollout struct {
 	agents chan struct{} // held while an agent node upgrades
 
@@ -77,8 +78,9 @@ type rollout struct {
 	stopped string // why the last failure stopped the rollout
 }
 
-func (p *Provider) rollout(cluster string) *rollout {
-	r, _ := p.rollouts.LoadOrStore(cluster, &rollout{agents: make(chan struct{}, 1)})
+func (p *Provider) rollout(cluster string, concurrency int) *rollout {
+	key := fmt.Sprintf("%s/%d", cluster, concurrency)
+	r, _ := p.rollouts.LoadOrStore(key, &rollout{agents: make(chan struct{}, concurrency)})
 	return r.(*rollout)
 }
 
@@ -97,20 +99,15 @@ func (r *rollout) fail(why string) {
 
 // upgradeNode upgrades a node's k3s from have to s.K3s.Version through its
 // agent, as CONTRACT.md §5 orders it: an agent only once every server
-// runs the new version, one agent at a time; cordon and drain (the spec's
+// runs the new version, spec.upgrade.concurrency agents at a time; cordon and drain (the spec's
 // policy), POST /v1/upgrade/k3s — the agent swaps the binary, restarts k3s
 // and rolls back when its health gate fails — then the Node Ready in the
 // API with the new kubelet version, and uncordon. A rolled-back upgrade
 // fails the node, and agents of the cluster waiting for their turn are not
 // upgraded.
-func (p *Provider) upgradeNode(ctx context.Context, h *remote.Host, name string, loc *location, s *NodeSpec, a *agentPKI, have string) error {
+func (p *Provider) upgradeNode(ctx context.Context, cs kubernetes.Interface, h *remote.Host, name string, loc *location, s *NodeSpec, a *agentPKI, have string) error {
 	want := s.K3s.Version
-	api, err := p.nodeAPI(ctx, h, name, loc, s)
-	if err != nil {
-		return p.nodeErr(name, "reach the cluster's API", err)
-	}
-	cs := api.Kubernetes()
-	ro := p.rollout(firstOf(s.Cluster, name))
+	ro := p.rollout(firstOf(s.Cluster, name), s.Upgrade.concurrency())
 	if s.Role == RoleAgent {
 		gen, _ := ro.generation()
 		select {
@@ -133,6 +130,12 @@ func (p *Provider) upgradeNode(ctx context.Context, h *remote.Host, name string,
 	if err := cordonAndDrain(ctx, cs, node, s.Drain); err != nil {
 		_ = uncordon(ctx, cs, name)
 		return errcode.New(errcode.Conflict, fmt.Sprintf("k3s: node %s: not upgraded: %v", name, err))
+	}
+	if s.Role == RoleServer && s.VIP != nil {
+		if err := p.handOverVIP(ctx, cs, h, name, s.VIP.Address); err != nil {
+			_ = uncordon(ctx, cs, name)
+			return p.nodeErr(name, "move the VIP away before the upgrade", err)
+		}
 	}
 	registry.ReportStep(ctx, fmt.Sprintf("upgrading %s from %s to %s through its agent", name, have, want))
 	c, err := p.agentClient(loc.Address, a)
@@ -238,4 +241,106 @@ func nodeReady(n *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// upgradeCluster is the upgrade action: the rolling upgrade a change of
+// spec.k3s.version makes, on a recorded cluster, to version. Every node's
+// version is read through its agent and the whole upgrade checked (no
+// downgrade, no skipped minor version) before anything changes; nodes
+// already at version are skipped, so a re-run after a stop resumes. The
+// recorded spec keeps its version: the manifest must then say version
+// too, or the next apply refuses it as a downgrade.
+func (p *Provider) upgradeCluster(ctx context.Context, req registry.ActionRequest) (*registry.ActionResult, error) {
+	id := req.ID
+	version, _ := req.Args["version"].(string)
+	if !versionRe.MatchString(version) {
+		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("k3s: --version must be a k3s release such as v1.37.2+k3s1, got %q", version))
+	}
+	prior, rec, err := recordedCluster(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := DecodeClusterSpec(prior)
+	if err != nil {
+		return nil, err
+	}
+	a, err := p.actionPKI(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	raw, _ := prior.Status["kubeconfig"].(string)
+	endpoint, _ := prior.Status["endpoint"].(string)
+	kc, err := kubeconfig.Rewrite([]byte(raw), endpoint, contextName(id.Name, spec))
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Invalid, fmt.Sprintf("k3s: %s: its recorded kubeconfig", id.Short()), err)
+	}
+	api, err := kubeconfig.Client(kc)
+	if err != nil {
+		return nil, err
+	}
+	type step struct {
+		m    nodeRef
+		h    *remote.Host
+		loc  *location
+		have string
+	}
+	var servers, agents []step
+	for _, m := range rec.Nodes {
+		loc := &location{Role: m.Role, Address: m.Address, SSHHostKey: m.SSHHostKey, SSH: rec.SSH}
+		h, err := p.pool.Host(ctx, loc.target())
+		if err != nil {
+			return nil, p.nodeErr(m.Name, "connect", err)
+		}
+		c, err := p.agentClient(m.Address, a)
+		if err != nil {
+			return nil, err
+		}
+		info, err := c.Info(ctx)
+		if err != nil {
+			return nil, p.nodeErr(m.Name, "ask its agent for its version", err)
+		}
+		if err := checkUpgrade(m.Name, info.K3sVersion, version); err != nil {
+			return nil, err
+		}
+		if info.K3sVersion == version {
+			continue
+		}
+		st := step{m: m, h: h, loc: loc, have: info.K3sVersion}
+		if m.Role == RoleServer {
+			servers = append(servers, st)
+		} else {
+			agents = append(agents, st)
+		}
+	}
+	nodeSpec := func(m nodeRef) *NodeSpec {
+		s := &NodeSpec{Role: m.Role, Cluster: id.Name, K3s: K3sSpec{Version: version}, Drain: spec.Drain, Upgrade: spec.Upgrade}
+		if m.Role == RoleServer {
+			s.VIP = spec.VIP
+		}
+		return s
+	}
+	cs := api.Kubernetes()
+	for _, st := range servers {
+		if err := p.upgradeNode(ctx, cs, st.h, st.m.Name, st.loc, nodeSpec(st.m), a, st.have); err != nil {
+			return nil, err
+		}
+	}
+	errs := make([]error, len(agents))
+	var wg sync.WaitGroup
+	for i, st := range agents {
+		wg.Go(func() { errs[i] = p.upgradeNode(ctx, cs, st.h, st.m.Name, st.loc, nodeSpec(st.m), a, st.have) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := req.Record(ctx, registry.StatusUpdate{ID: id, Status: map[string]any{"version": version}}); err != nil {
+		return nil, err
+	}
+	n := len(servers) + len(agents)
+	msg := fmt.Sprintf("%s: %d of %d nodes upgraded to %s", id.Name, n, len(rec.Nodes), version)
+	if spec.K3s.Version != version {
+		msg += fmt.Sprintf("; its manifest still says %s: set spec.k3s.version to %s, or the next apply refuses it as a downgrade", spec.K3s.Version, version)
+	}
+	return &registry.ActionResult{Message: msg}, nil
 }

@@ -25,13 +25,14 @@ func TestRollingUpgrade(t *testing.T) {
 	e := newEnv(t)
 	addRelease(t, e.cfg.BinaryDir, "v1.37.3+k3s1", "v1.37.3+k3s1")
 	addRelease(t, e.cfg.BinaryDir, "v1.37.4+k3s1", "v1.37.9+k3s1") // fails the health gate
+	addRelease(t, e.cfg.BinaryDir, "v1.37.5+k3s1", "v1.37.5+k3s1")
 	prov, err := k3s.New(e.cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = prov.Close() })
 	var mu sync.Mutex
 	var steps []string
 	eng, err := openctl.New(openctl.WithProviders(prov), openctl.WithStore(e.store), openctl.WithObserver(func(ev openctl.Event) {
-		if ev.Type == openctl.EventStep && strings.HasPrefix(ev.Step, "upgrading ") {
+		if ev.Type == openctl.EventStep && (strings.HasPrefix(ev.Step, "upgrading ") || strings.HasPrefix(ev.Step, "waiting for up-")) {
 			mu.Lock()
 			steps = append(steps, ev.Step)
 			mu.Unlock()
@@ -67,8 +68,14 @@ func TestRollingUpgrade(t *testing.T) {
 	assert.Equal(t, 4, rep.Count(openctl.OutcomeUpdated))
 	assert.Equal(t, map[string]string{"up-s1": "v1.37.3+k3s1 <none>", "up-a1": "v1.37.3+k3s1 <none>", "up-a2": "v1.37.3+k3s1 <none>"}, kubelets(),
 		"upgraded and uncordoned")
-	require.Len(t, steps, 3)
+	require.Len(t, steps, 6)
 	assert.True(t, strings.HasPrefix(steps[0], "upgrading up-s1 from v1.37.2+k3s1 to v1.37.3+k3s1"), "the server first: %q", steps)
+	// One agent at a time (spec.upgrade.concurrency defaults to 1): each
+	// is Ready at the new version before the next starts.
+	for i := 2; i < 6; i += 2 {
+		agent := strings.Fields(steps[i])[1]
+		assert.True(t, strings.HasPrefix(steps[i], "upgrading up-a") && strings.HasPrefix(steps[i+1], "waiting for "+agent+" "), "%q", steps)
+	}
 	for _, h := range hosts {
 		out, err := h.Run(ctx, "/usr/local/bin/k3s.previous", "--version")
 		require.NoError(t, err, "the agent keeps the previous binary")
@@ -98,7 +105,7 @@ func TestRollingUpgrade(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "node up-s1: the upgrade to v1.37.4+k3s1 failed its health gate and was rolled back to v1.37.3+k3s1")
 	assert.Contains(t, err.Error(), "the rollout stops here")
-	assert.Len(t, steps, 1)
+	assert.Len(t, steps, 1, "%q", steps)
 	assert.Equal(t, map[string]string{"up-s1": "v1.37.3+k3s1 <none>", "up-a1": "v1.37.3+k3s1 <none>", "up-a2": "v1.37.3+k3s1 <none>"}, kubelets(),
 		"the server back on its version and schedulable, the agents untouched")
 
@@ -108,4 +115,30 @@ func TestRollingUpgrade(t *testing.T) {
 	_, err = eng.Apply(ctx, c)
 	require.NoError(t, err)
 	assert.Empty(t, steps)
+
+	// The upgrade action takes the same path: checked first, nodes at the
+	// version skipped, the failing release stopped at the server.
+	_, err = eng.Do(ctx, c.ID(), "upgrade", map[string]any{"version": "v1.37.2+k3s1"}, nil)
+	require.ErrorIs(t, err, errcode.Invalid)
+	assert.Contains(t, err.Error(), "would be a downgrade")
+	res, err := eng.Do(ctx, c.ID(), "upgrade", map[string]any{"version": "v1.37.3+k3s1"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "up: 0 of 3 nodes upgraded to v1.37.3+k3s1", res.Message)
+	_, err = eng.Do(ctx, c.ID(), "upgrade", map[string]any{"version": "v1.37.4+k3s1"}, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "node up-s1: the upgrade to v1.37.4+k3s1 failed its health gate")
+	steps = nil
+	res, err = eng.Do(ctx, c.ID(), "upgrade", map[string]any{"version": "v1.37.5+k3s1"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "up: 3 of 3 nodes upgraded to v1.37.5+k3s1; its manifest still says v1.37.3+k3s1: set spec.k3s.version to v1.37.5+k3s1, or the next apply refuses it as a downgrade", res.Message)
+	assert.Len(t, steps, 6, "%q", steps)
+	assert.Equal(t, map[string]string{"up-s1": "v1.37.5+k3s1 <none>", "up-a1": "v1.37.5+k3s1 <none>", "up-a2": "v1.37.5+k3s1 <none>"}, kubelets())
+	_, err = eng.Apply(ctx, c)
+	require.ErrorIs(t, err, errcode.Invalid, "the manifest still says v1.37.3")
+	assert.Contains(t, err.Error(), "would be a downgrade")
+	steps = nil
+	version("v1.37.5+k3s1")
+	_, err = eng.Apply(ctx, c)
+	require.NoError(t, err)
+	assert.Empty(t, steps, "nothing to upgrade once the manifest says so")
 }
