@@ -159,11 +159,19 @@ func TestReady(t *testing.T) {
 		requireCode(t, c.Ready(testContext(t)), errcode.Transient)
 	})
 	t.Run("deadline", func(t *testing.T) {
-		f.readyz.Store(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+		// The server answers only after the client gave up, and then with
+		// nothing: its request context alone is not a sure signal (under
+		// load it has ended early, and the handler's return sent a 200).
+		release := make(chan struct{})
+		f.readyz.Store(func(w http.ResponseWriter, r *http.Request) {
+			<-release
+			panic(http.ErrAbortHandler)
+		})
 		defer f.setReadyz(http.StatusOK, "ok")
 		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 		defer cancel()
 		err := c.Ready(ctx)
+		close(release)
 		requireCode(t, err, errcode.Transient)
 		assert.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
 	})
