@@ -80,7 +80,7 @@ func progIP(_ context.Context, c *Call) int {
 			inet = "inet6"
 		}
 		detail := a.Prefix.String()
-		if addr.Is4() && a.Prefix.Bits() < 31 {
+		if addr.Is4() && a.Prefix.Bits() < 31 && !addr.IsLoopback() {
 			detail += " brd " + broadcast(a.Prefix).String()
 		}
 		scope := "global"
