@@ -85,7 +85,9 @@ func newSSHFixture(t *testing.T, opts vmhost.Options) *sshFixture {
 	f := &sshFixture{host: h, port: ln.Addr().(*net.TCPAddr).Port, keyPath: keyPath, hostKey: hostKey, client: client,
 		pinned: string(ssh.MarshalAuthorizedKey(hostKey.PublicKey())), done: make(chan error, 1), cancel: cancel}
 	keys := map[string][]ssh.PublicKey{"root": {client.PublicKey()}, "ubuntu": {client.PublicKey()}}
-	go func() { f.done <- vmhost.ServeSSH(ctx, ln, vmhost.SSHConfig{HostKey: hostKey, AuthorizedKeys: keys, Host: h}) }()
+	go func() {
+		f.done <- vmhost.ServeSSH(ctx, ln, vmhost.SSHConfig{HostKey: hostKey, AuthorizedKeys: keys, Host: h})
+	}()
 	t.Cleanup(func() {
 		cancel()
 		<-f.done
@@ -284,4 +286,3 @@ func TestSSHRefusals(t *testing.T) {
 	_, err = net.DialTimeout("tcp", addr, time.Second)
 	assert.Error(t, err, "the listener is closed")
 }
-
