@@ -133,11 +133,9 @@ func (h *Host) resolve(p string, followLast bool) (string, error) {
 // devNull is /dev/null.
 type devNull struct{}
 
-func (devNull) Read([]byte) (int, error)           { return 0, io.EOF }
-func (devNull) Write(b []byte) (int, error)        { return len(b), nil }
-func (devNull) Close() error                       { return nil }
-func (devNull) Stat() (fs.FileInfo, error)         { return nil, syscall.EINVAL }
-func (devNull) ReadDir(int) ([]fs.DirEntry, error) { return nil, syscall.ENOTDIR }
+func (devNull) Read([]byte) (int, error)    { return 0, io.EOF }
+func (devNull) Write(b []byte) (int, error) { return len(b), nil }
+func (devNull) Close() error                { return nil }
 
 // isDevNull reports whether the resolved virtual path is /dev/null.
 func isDevNull(p string) bool { return p == "/dev/null" }

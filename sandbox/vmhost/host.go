@@ -225,6 +225,8 @@ var ErrClosed = errors.New("vmhost: host closed")
 // only for a failure of the simulator itself (ErrClosed, a nil writer
 // is fine: its output is discarded). When ctx ends, the command is
 // stopped and Run returns 143 — its status when a SIGTERM killed it.
+// A stdin other than an *os.File is copied into a pipe by a goroutine
+// that ends when stdin does (or the pipe is closed after the command).
 func (h *Host) Run(ctx context.Context, cmdline string, stdin io.Reader, stdout, stderr io.Writer, env []string, user string) (int, error) {
 	h.mu.Lock()
 	closed := h.closed

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"io/fs"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -136,6 +137,16 @@ func TestPrograms(t *testing.T) {
 			assert.Equal(t, tc.want.status, got.status, "status")
 		})
 	}
+	// What the scripts wrote, read from outside through FS.
+	data, err := fs.ReadFile(h.FS(), "tmp/c")
+	require.NoError(t, err)
+	assert.Equal(t, "a:b:c\nd:e:f\n", string(data))
+	data, err = fs.ReadFile(h.FS(), "srv/link")
+	require.NoError(t, err, "links followed inside the host")
+	assert.Equal(t, "a:b:c\nd:e:f\n", string(data))
+	_, err = fs.ReadFile(h.FS(), "../etc/passwd")
+	assert.Error(t, err)
+
 	// The modes the cases above set.
 	for p, want := range map[string]os.FileMode{"a/b/c": 0o700, "a/b": 0o755, "tmp/um": 0o600, "etc/openctl-agent": 0o700, "usr/local/bin/x": 0o755} {
 		fi, err := os.Stat(filepath.Join(h.Dir(), p))
