@@ -158,3 +158,71 @@ echo pw > /etc/rancher/node/password`)
 		})
 	}
 }
+
+// installScriptRun is a copy of k3s/host.go's installScriptRun, its
+// constants filled in.
+const installScriptRun = `url=$1 vars=$2 version=$3 want=$4
+shift 4
+set -a; . "$vars"; set +a
+rm -f "$vars"
+script=$(mktemp)
+trap 'rm -f "$script"' EXIT
+if command -v curl >/dev/null 2>&1; then curl -sSfL --proto =https -o "$script" "$url"
+elif command -v wget >/dev/null 2>&1; then wget -q --https-only -O "$script" "$url"
+else echo "neither curl nor wget is installed to fetch $url" >&2; exit 1; fi
+INSTALL_K3S_VERSION=$version INSTALL_K3S_SKIP_START=true sh "$script" "$@"
+mkdir -p "$(dirname /etc/rancher/k3s/openctl-install.sha256)"
+echo "$want" > /etc/rancher/k3s/openctl-install.sha256`
+
+// TestInstallScript runs the provider's install-script path with a curl
+// stand-in that "downloads" an installer recording what it was given.
+func TestInstallScript(t *testing.T) {
+	installer := `#!/bin/sh
+set -e
+echo "version=$INSTALL_K3S_VERSION skip=$INSTALL_K3S_SKIP_START token=$K3S_TOKEN args=$*" > /root/installer.log
+`
+	curl := func(_ context.Context, c *vmhost.Call) int {
+		for i, a := range c.Args {
+			if a == "-o" && i+1 < len(c.Args) {
+				f, err := c.Open(c.Args[i+1], os.O_WRONLY|os.O_TRUNC, 0)
+				if err != nil {
+					return c.Errorf(23, "%v", err)
+				}
+				defer f.Close()
+				f.Write([]byte(installer))
+				return 0
+			}
+		}
+		return 2
+	}
+	script := "set -- https://get.k3s.io /run/vars.env v1.37.2+k3s1 HASH server --node-name=cp-0\n" + installScriptRun
+	for _, withCurl := range []bool{false, true} {
+		programs := map[string]vmhost.Program{}
+		if withCurl {
+			programs["/usr/bin/curl"] = curl
+		}
+		h, err := vmhost.New(filepath.Join(t.TempDir(), "root"), vmhost.Options{Init: vmhost.InitSystemd, Programs: programs})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = h.Close() })
+		require.NoError(t, os.WriteFile(filepath.Join(h.Dir(), "run/vars.env"), []byte("K3S_TOKEN='tok'\n"), 0o600))
+		st, stdout, stderr := runOn(t, h, script)
+		leftovers, err := filepath.Glob(filepath.Join(h.Dir(), "tmp/tmp.*"))
+		require.NoError(t, err)
+		assert.Empty(t, leftovers, "the downloaded script is removed")
+		_, err = os.Stat(filepath.Join(h.Dir(), "run/vars.env"))
+		assert.True(t, os.IsNotExist(err), "the variables file is removed at once")
+		if !withCurl {
+			assert.Equal(t, 1, st)
+			assert.Equal(t, "neither curl nor wget is installed to fetch https://get.k3s.io\n", stderr)
+			continue
+		}
+		require.Equal(t, 0, st, stderr)
+		assert.Empty(t, stdout)
+		log, err := os.ReadFile(filepath.Join(h.Dir(), "root/installer.log"))
+		require.NoError(t, err)
+		assert.Equal(t, "version=v1.37.2+k3s1 skip=true token=tok args=server --node-name=cp-0\n", string(log))
+		rec, err := os.ReadFile(filepath.Join(h.Dir(), "etc/rancher/k3s/openctl-install.sha256"))
+		require.NoError(t, err)
+		assert.Equal(t, "HASH\n", string(rec))
+	}
+}

@@ -271,6 +271,18 @@ func (s *shell) call(ctx context.Context, args []string) ([]string, error) {
 		return append([]string{cmdUmask}, args[1:]...), nil
 	case "trap":
 		return trapArgs(args), nil
+	case ".", "source":
+		// The interpreter would search the machine's PATH for a name
+		// without a slash; search the host's.
+		if len(args) > 1 && !strings.Contains(args[1], "/") {
+			hc := interp.HandlerCtx(ctx)
+			for _, dir := range strings.Split(hc.Env.Get("PATH").String(), ":") {
+				p := abs(hc.Dir, dir+"/"+args[1])
+				if fi, err := s.fs().stat(p); err == nil && fi.Mode().IsRegular() {
+					return append([]string{args[0], p}, args[2:]...), nil
+				}
+			}
+		}
 	}
 	return args, nil
 }

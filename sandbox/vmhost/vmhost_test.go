@@ -123,6 +123,7 @@ func TestPrograms(t *testing.T) {
 		{"script file", "printf 'echo from $0 $1\\n' > /tmp/s.sh && chmod +x /tmp/s.sh && /tmp/s.sh a && sh /tmp/s.sh b", "", result{0, "from /tmp/s.sh a\nfrom /tmp/s.sh b\n", ""}},
 		{"cd and relative paths", "cd /srv && cat d/x && pwd", "", result{0, "x\n/srv\n", ""}},
 		{"sudo", "sudo -n id -u; sudo -n sh -c 'id -un'", "", result{0, "0\nroot\n", ""}},
+		{"dot searches the host's PATH", "printf 'X=1\\n' > /usr/local/bin/vars.sh && . vars.sh && echo $X", "", result{0, "1\n", ""}},
 		{"dev null", "echo gone >/dev/null 2>&1; cat /dev/null; echo ok", "", result{0, "ok\n", ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
