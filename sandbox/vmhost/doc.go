@@ -52,6 +52,10 @@
 //   - Descriptors above 2 exist only as copies of standard input
 //     (exec 3<&0 … <&3 3<&-), which stay standard input.
 //   - command -v does not see shell functions.
+//   - No resource limits: a script that recurses or loops without end
+//     runs until its context ends.
+//   - SSH "env" requests are taken before "exec" only; environment
+//     variables are not filtered as sshd's AcceptEnv would.
 //   - File ownership is not kept; the users' rule above stands in for it.
 //   - Redirection errors are printed by the interpreter without dash's
 //     "sh: LINE: " prefix.

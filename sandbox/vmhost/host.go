@@ -50,7 +50,8 @@ type Options struct {
 	// name ("k3s") only registers it: it runs once a file of that name
 	// is on PATH (say, a binary the caller uploaded to /usr/local/bin).
 	Programs map[string]Program
-	// Logger receives what the host runs; nil discards it.
+	// Logger receives a debug record for each command line run (its
+	// user, not its text); nil discards them.
 	Logger *slog.Logger
 }
 
@@ -222,8 +223,8 @@ var ErrClosed = errors.New("vmhost: host closed")
 // with the host's base environment (PATH, HOME, USER, LOGNAME, SHELL) and
 // env on top, in the directory /, as sshd runs an exec request: through
 // the user's shell, sh -c. It returns the command's exit status; err is
-// only for a failure of the simulator itself (ErrClosed, a nil writer
-// is fine: its output is discarded). When ctx ends, the command is
+// only for a failure of the simulator itself (ErrClosed). A nil stdin
+// is empty, a nil stdout or stderr discards. When ctx ends, the command is
 // stopped and Run returns 143 — its status when a SIGTERM killed it.
 // A stdin other than an *os.File is copied into a pipe by a goroutine
 // that ends when stdin does (or the pipe is closed after the command).

@@ -19,7 +19,8 @@ type Program func(ctx context.Context, c *Call) int
 // Call is one run of a Program. It is used by one goroutine at a time.
 type Call struct {
 	// Args are the program's arguments, Args[0] its name as invoked.
-	Args   []string
+	Args []string
+	// Stdin, Stdout and Stderr are its standard streams.
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
