@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/pem"
+	"errors"
 	"net"
 	"net/netip"
 	"os"
@@ -285,4 +286,31 @@ func TestSSHRefusals(t *testing.T) {
 	assert.Error(t, err)
 	_, err = net.DialTimeout("tcp", addr, time.Second)
 	assert.Error(t, err, "the listener is closed")
+}
+
+// TestSSHConcurrent: sessions of one connection run at once.
+func TestSSHConcurrent(t *testing.T) {
+	f := newSSHFixture(t, vmhost.Options{})
+	ctx := t.Context()
+	h, err := newPool(t).Host(ctx, f.target("ubuntu"))
+	require.NoError(t, err)
+	errs := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			p := "/var/lib/test/f" + strconv.Itoa(i)
+			data := []byte(strings.Repeat(strconv.Itoa(i), 1000+i))
+			if err := h.WriteFile(ctx, p, 0o644, bytes.NewReader(data)); err != nil {
+				errs <- err
+				return
+			}
+			got, err := h.ReadFile(ctx, p)
+			if err == nil && !bytes.Equal(got, data) {
+				err = errors.New("read back something else at " + p)
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		assert.NoError(t, <-errs)
+	}
 }

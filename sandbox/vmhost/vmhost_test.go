@@ -391,3 +391,31 @@ func FuzzRun(f *testing.F) {
 		require.Len(t, entries, 2, "only root/ and outside/")
 	})
 }
+
+// TestIP: iproute2's formats for the host's addresses.
+func TestIP(t *testing.T) {
+	h := newHost(t, Options{Addresses: []Address{
+		{Interface: "eth0", Prefix: netip.MustParsePrefix("10.0.0.11/24")},
+		{Interface: "eth0", Prefix: netip.MustParsePrefix("10.0.0.100/32")},
+		{Interface: "eth0", Prefix: netip.MustParsePrefix("fd00::11/64")},
+	}})
+	const tail = "\\       valid_lft forever preferred_lft forever\n"
+	for _, tc := range []struct{ cmd, want string }{
+		{"ip -o -4 addr show dev eth0", "2: eth0    inet 10.0.0.11/24 brd 10.0.0.255 scope global eth0" + tail +
+			"2: eth0    inet 10.0.0.100/32 scope global eth0" + tail},
+		{"ip -o -6 a", "2: eth0    inet6 fd00::11/64 scope global " + tail},
+		{"ip -o addr show to 10.0.0.0/24", "2: eth0    inet 10.0.0.11/24 brd 10.0.0.255 scope global eth0" + tail +
+			"2: eth0    inet 10.0.0.100/32 scope global eth0" + tail},
+		{"ip -o addr show to 10.0.0.100", "2: eth0    inet 10.0.0.100/32 scope global eth0" + tail},
+		{"ip addr show lo", "1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN group default qlen 1000\n" +
+			"    link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00\n" +
+			"    inet 127.0.0.1/8 scope host lo\n       valid_lft forever preferred_lft forever\n"},
+	} {
+		got := run(t, h, "root", tc.cmd, "")
+		assert.Equal(t, 0, got.status, tc.cmd)
+		assert.Equal(t, tc.want, got.stdout, tc.cmd)
+	}
+	got := run(t, h, "root", "ip -o addr show dev eth9", "")
+	assert.Equal(t, 1, got.status)
+	assert.Equal(t, "Device \"eth9\" does not exist.\n", got.stderr)
+}
