@@ -32,7 +32,7 @@ func builtins() map[string]Program {
 		"touch": progTouch, "mktemp": progMktemp, "dirname": progDirname,
 		"basename": progBasename, "sleep": progSleep, "id": progID,
 		"whoami": progWhoami, "env": progEnv, "tr": progTr, "wc": progWc,
-		"grep": progGrep, "awk": progAwk, "ip": progIP, "readlink": progReadlink,
+		"grep": progGrep, "ip": progIP, "readlink": progReadlink,
 		"hostname": progHostname,
 	}
 }

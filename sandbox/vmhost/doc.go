@@ -32,8 +32,8 @@
 //
 // Built in: sh and dash, sudo, cat, sha256sum, cut, head, tail, uname,
 // mkdir, rm, mv, cp, chmod, ln, install, touch, mktemp, dirname,
-// basename, sleep, id, whoami, hostname, env, tr, wc, grep, awk (a
-// subset, see below), readlink and `ip addr`, each with the options
+// basename, sleep, id, whoami, hostname, env, tr, wc, grep, readlink
+// and `ip addr`, each with the options
 // documented on it. The shell's builtins (echo, printf, test, command,
 // set, trap, cd, read, …) are the interpreter's; command -v, type and
 // umask are the host's own, so that they look at the host's file
@@ -42,10 +42,8 @@
 //
 // # Limits
 //
-//   - awk is a small implementation (goawk is not available from the
-//     module proxy used here): patterns, print/printf, if/else, next,
-//     exit, assignments and the functions length, split, substr, index,
-//     tolower, toupper; no loops or user functions.
+//   - No awk, sed or perl: openctl's scripts do not use them, and a
+//     script that does fails here as on a host without them (127).
 //   - No processes, no signals: trap takes EXIT and ERR only (other
 //     conditions are accepted and ignored), kill and pkill are not
 //     there, a command whose context ends simply stops (status 143).

@@ -33,7 +33,7 @@ func Example() {
 	status, err := h.Run(context.Background(), `echo hello > /etc/motd
 sha256sum /etc/motd | cut -d' ' -f1
 uname -n -m
-ip -o addr show to 10.0.0.11 | awk '{print $2, $4}'
+ip -o addr show to 10.0.0.11 | { read -r _ dev _ addr _ && echo "$dev $addr"; }
 cat ../../etc/motd
 k3s --version`, nil, &out, &out, nil, "root")
 	if err != nil {

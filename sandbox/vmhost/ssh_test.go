@@ -47,7 +47,7 @@ esac
 [ -x /usr/local/bin/k3s ] && echo "version=$(/usr/local/bin/k3s --version 2>/dev/null | head -n1 | cut -d' ' -f3)"
 echo "vip=$(sum /var/lib/rancher/k3s/server/manifests/openctl-kube-vip.yaml)"
 echo "installed=$(cat /etc/rancher/k3s/openctl-install.sha256 2>/dev/null)"
-echo "iface=$(ip -o addr show 2>/dev/null | awk -v a="$addr" '{split($4, p, "/"); if (p[1] == a) {print $2; exit}}')"
+echo "iface=$(ip -o addr show to "$addr" 2>/dev/null | { read -r _ dev _ && echo "$dev"; })"
 exit 0`
 
 // sshFixture is a host served over SSH on the loopback.

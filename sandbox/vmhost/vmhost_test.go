@@ -104,9 +104,8 @@ func TestPrograms(t *testing.T) {
 		{"grep BRE", `echo 'a(b)+' | grep 'a(b)+'; echo aab | grep 'a\{2\}b'`, "", result{0, "a(b)+\naab\n", ""}},
 		{"grep none", "grep zzz /srv/f", "", result{1, "", ""}},
 		{"grep missing", "grep x /nope", "", result{2, "", "grep: /nope: No such file or directory\n"}},
-		{"awk probe", `ip -o addr show | awk -v a="10.0.0.11" '{split($4, p, "/"); if (p[1] == a) {print $2; exit}}'`, "", result{0, "eth0\n", ""}},
-		{"awk -F NR", `awk -F: 'NR == 2 {print $3, NF}' /srv/f`, "", result{0, "f 3\n", ""}},
-		{"awk BEGIN END", `printf '1\n2\n3\n' | awk 'BEGIN {s = 0} {s += $1} END {printf "%d %s\n", s, "sum"}'`, "", result{0, "6 sum\n", ""}},
+		{"iface probe", `ip -o addr show to 10.0.0.11 | { read -r _ dev _ && echo "$dev"; }`, "", result{0, "eth0\n", ""}},
+		{"no awk", `awk '{print}' /srv/f`, "", result{127, "", "sh: 1: awk: not found\n"}},
 		{"ip", "ip -o addr show", "", result{0, "1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever\n" +
 			"2: eth0    inet 10.0.0.11/24 brd 10.0.0.255 scope global eth0\\       valid_lft forever preferred_lft forever\n", ""}},
 		{"ip to", "ip -o addr show to 10.0.0.11", "", result{0, "2: eth0    inet 10.0.0.11/24 brd 10.0.0.255 scope global eth0\\       valid_lft forever preferred_lft forever\n", ""}},
@@ -157,7 +156,7 @@ func TestPrograms(t *testing.T) {
 }
 
 // TestAgainstDebian runs read-only commands both on the host and with
-// the machine's own coreutils, grep and mawk, in a directory holding the
+// the machine's own coreutils and grep, in a directory holding the
 // same files, and compares what they print.
 func TestAgainstDebian(t *testing.T) {
 	if _, err := exec.LookPath("sha256sum"); err != nil {
@@ -177,9 +176,7 @@ func TestAgainstDebian(t *testing.T) {
 		"grep -c x g", "grep -v x g", "grep -x x g", "grep -F : f", "grep -E 'alpha|three' f", "grep -n x g", "grep -q zzz g; echo $?",
 		"grep x f g", "cat nope; echo $?", "wc -l nope; echo $?",
 		"basename /a/b/c.txt .txt", "dirname ///a//b//", "dirname a/b",
-		"awk '{print $2}' f", "awk -F: '{print $1 \"-\" $3}' f", "awk 'NR==2' g", "awk 'END {print NR}' f",
-		"awk '/x/ {n = n + 1} END {print n}' g", "awk '{print length($0)}' g",
-		"echo 'a  b   c' | awk '{print $3, NF}'", "printf '%s\\n' 3 1 2 | awk '$1 > 1'",
+		"echo 'a  b   c' | { read -r x y z && echo \"$z $x\"; }",
 	} {
 		t.Run(cmd, func(t *testing.T) {
 			var out, errOut bytes.Buffer
@@ -225,7 +222,7 @@ func TestConfinement(t *testing.T) {
 		"cd /; cd ..; cd ..; cat outside/secret", "cd /tmp/up/outside && cat secret",
 		"ln -s " + secret + " /l1; cat /l1", "ln -s ../../../outside/secret /l2; cat /l2",
 		"sha256sum /abs-link /rel-link", "cp /abs-link /copy; cat /copy", "cat < /rel-link", "grep SECRET /abs-link /rel-link /tmp/up/outside/secret",
-		"awk '{print}' /rel-link", ". /abs-link",
+		"grep -h . /rel-link", ". /abs-link",
 	} {
 		got := run(t, h, "root", cmd, "")
 		assert.NotContains(t, got.stdout+got.stderr, "SECRET", cmd)
@@ -364,7 +361,7 @@ func TestCancel(t *testing.T) {
 func FuzzRun(f *testing.F) {
 	for _, seed := range []string{
 		"echo hi", "cat /etc/passwd", "cd ..; cat ../../etc/passwd", "ln -s / /r; cat /r/r/r/etc/hostname",
-		"rm -rf /", "rm -rf ../*", "awk '{print $1' /etc/passwd", "awk 'BEGIN {exit 3}'", "grep -E '(' /etc/hostname",
+		"rm -rf /", "rm -rf ../*", "awk '{print $1' /etc/passwd", "grep -E '(' /etc/hostname",
 		"cut -f0", "head -n -1", "tr", "ip -o addr show to nonsense", "mkdir -p /../../x", "mv / /x", "sh -c",
 		"exec 3<&0; cat <&3", "x=$(cat /dev/null) && echo ${x:-empty}", "sudo -n sudo -n sh -c 'echo $0'",
 	} {
