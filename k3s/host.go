@@ -71,7 +71,7 @@ esac
 [ -x ` + binPath + ` ] && echo "version=$(` + binPath + ` --version 2>/dev/null | head -n1 | cut -d' ' -f3)"
 echo "vip=$(sum ` + kubeVIPPath + `)"
 echo "installed=$(cat ` + installedPath + ` 2>/dev/null)"
-echo "iface=$(ip -o addr show 2>/dev/null | awk -v a="$addr" '{split($4, p, "/"); if (p[1] == a) {print $2; exit}}')"
+echo "iface=$(ip -o addr show to "$addr" 2>/dev/null | { read -r _ dev _ && echo "$dev"; })"
 exit 0`
 
 func probeHost(ctx context.Context, h *remote.Host, svc, addr string) (*probe, error) {

@@ -1,0 +1,95 @@
+package vmhost_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// stringConsts evaluates the string constants of the packages in dirs
+// (a constant made of literals, "+" and other such constants, qualified
+// ones found by the package's last path element: agent.ServiceName).
+func stringConsts(t *testing.T, dirs map[string]string) map[string]string {
+	t.Helper()
+	exprs := map[string]ast.Expr{} // "pkg.Name"
+	fset := token.NewFileSet()
+	for pkg, dir := range dirs {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		require.NoError(t, err)
+		for _, file := range files {
+			f, err := parser.ParseFile(fset, file, nil, 0)
+			require.NoError(t, err)
+			for _, d := range f.Decls {
+				gd, ok := d.(*ast.GenDecl)
+				if !ok || gd.Tok != token.CONST {
+					continue
+				}
+				for _, s := range gd.Specs {
+					vs := s.(*ast.ValueSpec)
+					for i, n := range vs.Names {
+						if i < len(vs.Values) {
+							exprs[pkg+"."+n.Name] = vs.Values[i]
+						}
+					}
+				}
+			}
+		}
+	}
+	var eval func(pkg string, e ast.Expr) (string, bool)
+	eval = func(pkg string, e ast.Expr) (string, bool) {
+		switch e := e.(type) {
+		case *ast.BasicLit:
+			if e.Kind != token.STRING {
+				return "", false
+			}
+			s, err := strconv.Unquote(e.Value)
+			return s, err == nil
+		case *ast.BinaryExpr:
+			x, ok1 := eval(pkg, e.X)
+			y, ok2 := eval(pkg, e.Y)
+			return x + y, ok1 && ok2 && e.Op == token.ADD
+		case *ast.ParenExpr:
+			return eval(pkg, e.X)
+		case *ast.Ident:
+			if v, ok := exprs[pkg+"."+e.Name]; ok {
+				return eval(pkg, v)
+			}
+		case *ast.SelectorExpr:
+			if id, ok := e.X.(*ast.Ident); ok {
+				if v, ok := exprs[id.Name+"."+e.Sel.Name]; ok {
+					return eval(id.Name, v)
+				}
+			}
+		}
+		return "", false
+	}
+	out := map[string]string{}
+	for name, e := range exprs {
+		pkg := name[:len(name)-len(filepath.Ext(name))]
+		if v, ok := eval(pkg, e); ok {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// TestScriptCopies: the scripts the tests run are the K3s provider's,
+// as its source has them now (they are unexported there).
+func TestScriptCopies(t *testing.T) {
+	consts := stringConsts(t, map[string]string{
+		"k3s": "../../k3s", "agent": "../../agent", "pki": "../../agent/pki",
+	})
+	for name, copy := range map[string]string{
+		"k3s.probeScript": probeScript, "k3s.nodeStatusScript": nodeStatusScript,
+		"k3s.uninstallScript": uninstallScript, "k3s.installScriptRun": installScriptRun,
+	} {
+		src, ok := consts[name]
+		require.True(t, ok, "%s not found in the k3s package", name)
+		require.Equal(t, src, copy, "%s changed in k3s: update the copy here", name)
+	}
+}
