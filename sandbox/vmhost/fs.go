@@ -269,24 +269,12 @@ func (f fsys) mkdir(p string, perm fs.FileMode) error {
 	return nil
 }
 
-func (f fsys) remove(p string) error {
-	rp, err := f.parentOf(p)
-	if err != nil {
-		return err
-	}
-	if rp == "/" {
-		return pathError("remove", p, syscall.EBUSY)
-	}
-	if err := f.checkWrite("remove", p, rp); err != nil {
-		return err
-	}
-	if err := f.h.root.Remove(rel(rp)); err != nil {
-		return pathError("remove", p, err)
-	}
-	return nil
-}
+func (f fsys) remove(p string) error { return f.unlink(p, false) }
 
-func (f fsys) removeAll(p string) error {
+func (f fsys) removeAll(p string) error { return f.unlink(p, true) }
+
+// unlink removes p, with everything under it when all is set.
+func (f fsys) unlink(p string, all bool) error {
 	rp, err := f.parentOf(p)
 	if err != nil {
 		return err
@@ -297,7 +285,11 @@ func (f fsys) removeAll(p string) error {
 	if err := f.checkWrite("remove", p, rp); err != nil {
 		return err
 	}
-	if err := f.h.root.RemoveAll(rel(rp)); err != nil {
+	rm := f.h.root.Remove
+	if all {
+		rm = f.h.root.RemoveAll
+	}
+	if err := rm(rel(rp)); err != nil {
 		return pathError("remove", p, err)
 	}
 	return nil

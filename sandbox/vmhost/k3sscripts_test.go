@@ -14,54 +14,6 @@ import (
 	"github.com/openctl/openctl/sandbox/vmhost"
 )
 
-// uninstallScript is a copy of k3s/node.go's uninstallScript, its
-// constants filled in.
-const uninstallScript = `svc=$1
-if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
-  for s in "$svc" openctl-agent; do
-    systemctl disable --now "$s" >/dev/null 2>&1 || true
-    rm -f /etc/systemd/system/$s.service /etc/systemd/system/$s.service.env
-  done
-  systemctl daemon-reload
-else
-  for s in "$svc" openctl-agent; do
-    rc-service "$s" stop >/dev/null 2>&1 || true
-    rc-update del "$s" default >/dev/null 2>&1 || true
-    rm -f /etc/init.d/$s /var/log/$s.log
-  done
-fi
-rm -rf /etc/openctl-agent /usr/local/bin/openctl-agent
-pkill -KILL -x k3s-server 2>/dev/null || true
-for l in kubectl crictl ctr; do
-  case $(readlink /usr/local/bin/$l 2>/dev/null) in k3s|*/k3s) rm -f /usr/local/bin/$l ;; esac
-done
-rm -f /usr/local/bin/k3s-killall.sh /usr/local/bin/$svc-uninstall.sh
-rm -rf /etc/rancher/k3s /run/k3s /run/flannel /var/lib/rancher/k3s /var/lib/kubelet /usr/local/bin/k3s
-exit 0`
-
-// nodeStatusScript is a copy of k3s/node.go's nodeStatusScript, its
-// constants filled in.
-const nodeStatusScript = `svc=$1 name=$2
-if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
-  [ -e /etc/systemd/system/$svc.service ] && echo installed=1
-  echo "state=$(systemctl is-active "$svc")"
-else
-  [ -e /etc/init.d/$svc ] && echo installed=1
-  rc-service "$svc" status >/dev/null 2>&1 && echo state=active || echo state=inactive
-fi
-[ -x /usr/local/bin/k3s ] && echo "version=$(/usr/local/bin/k3s --version 2>/dev/null | head -n1 | cut -d' ' -f3)"
-ready() { /usr/local/bin/k3s kubectl --kubeconfig="$1" --request-timeout=5s get node "$name" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null; }
-if [ "$svc" = k3s-agent ] && [ -e /var/lib/rancher/k3s/agent/kubelet.kubeconfig ]; then
-  echo "ready=$(ready /var/lib/rancher/k3s/agent/kubelet.kubeconfig)"
-fi
-if [ "$svc" = k3s ] && [ -e /etc/rancher/k3s/k3s.yaml ]; then
-  echo "ready=$(ready /etc/rancher/k3s/k3s.yaml)"
-  for f in /var/lib/rancher/k3s/server/token /var/lib/rancher/k3s/server/agent-token /etc/rancher/k3s/k3s.yaml; do
-    echo "--- $f"; cat "$f" 2>/dev/null; echo
-  done
-fi
-exit 0`
-
 // initProgram records its calls and says a unit is active when asked
 // about "k3s".
 func initProgram(calls *[]string) vmhost.Program {
@@ -129,14 +81,14 @@ echo 'apiVersion: v1' > /etc/rancher/k3s/k3s.yaml
 echo pw > /etc/rancher/node/password`)
 			require.Equal(t, 0, st, stderr)
 
-			st, stdout, stderr := runOn(t, h, "set -- k3s cp-0\n"+nodeStatusScript)
+			st, stdout, stderr := runOn(t, h, "set -- k3s cp-0\n"+k3sScript(t, "nodeStatusScript"))
 			assert.Equal(t, 0, st)
 			assert.Empty(t, stderr)
 			want := "installed=1\nstate=active\nversion=v1.37.2+k3s1\nready=True\n" +
 				"--- /var/lib/rancher/k3s/server/token\nT\n\n--- /var/lib/rancher/k3s/server/agent-token\nA\n\n--- /etc/rancher/k3s/k3s.yaml\napiVersion: v1\n\n"
 			assert.Equal(t, want, stdout)
 
-			st, stdout, stderr = runOn(t, h, "set -- k3s\n"+uninstallScript)
+			st, stdout, stderr = runOn(t, h, "set -- k3s\n"+k3sScript(t, "uninstallScript"))
 			assert.Equal(t, 0, st)
 			assert.Empty(t, stdout)
 			assert.Empty(t, stderr)
@@ -159,21 +111,6 @@ echo pw > /etc/rancher/node/password`)
 	}
 }
 
-// installScriptRun is a copy of k3s/host.go's installScriptRun, its
-// constants filled in.
-const installScriptRun = `url=$1 vars=$2 version=$3 want=$4
-shift 4
-set -a; . "$vars"; set +a
-rm -f "$vars"
-script=$(mktemp)
-trap 'rm -f "$script"' EXIT
-if command -v curl >/dev/null 2>&1; then curl -sSfL --proto =https -o "$script" "$url"
-elif command -v wget >/dev/null 2>&1; then wget -q --https-only -O "$script" "$url"
-else echo "neither curl nor wget is installed to fetch $url" >&2; exit 1; fi
-INSTALL_K3S_VERSION=$version INSTALL_K3S_SKIP_START=true sh "$script" "$@"
-mkdir -p "$(dirname /etc/rancher/k3s/openctl-install.sha256)"
-echo "$want" > /etc/rancher/k3s/openctl-install.sha256`
-
 // TestInstallScript runs the provider's install-script path with a curl
 // stand-in that "downloads" an installer recording what it was given.
 func TestInstallScript(t *testing.T) {
@@ -195,7 +132,7 @@ echo "version=$INSTALL_K3S_VERSION skip=$INSTALL_K3S_SKIP_START token=$K3S_TOKEN
 		}
 		return 2
 	}
-	script := "set -- https://get.k3s.io /run/vars.env v1.37.2+k3s1 HASH server --node-name=cp-0\n" + installScriptRun
+	script := "set -- https://get.k3s.io /run/vars.env v1.37.2+k3s1 HASH server --node-name=cp-0\n" + k3sScript(t, "installScriptRun")
 	for _, withCurl := range []bool{false, true} {
 		programs := map[string]vmhost.Program{}
 		if withCurl {

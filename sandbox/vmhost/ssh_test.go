@@ -27,29 +27,6 @@ import (
 	"github.com/openctl/openctl/sandbox/vmhost"
 )
 
-// probeScript is a copy of k3s/host.go's probeScript (unexported there),
-// with its constants filled in: what the K3s provider runs first on
-// every node.
-const probeScript = `svc=$1 addr=$2
-init=
-if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then init=systemd
-elif [ -x /sbin/openrc-run ]; then init=openrc; fi
-sum() { [ -e "$1" ] && sha256sum -- "$1" | cut -d' ' -f1; }
-echo "init=$init"
-echo "uname=$(uname -m)"
-echo "binary=$(sum /usr/local/bin/k3s)"
-case $init in
-systemd) echo "unit=$(sum /etc/systemd/system/$svc.service)"; echo "env=$(sum /etc/systemd/system/$svc.service.env)"
-  systemctl is-active --quiet "$svc" && echo active=1 ;;
-openrc) echo "unit=$(sum /etc/init.d/$svc)"; echo "env=$(sum /etc/rancher/k3s/$svc.env)"
-  rc-service "$svc" status >/dev/null 2>&1 && echo active=1 ;;
-esac
-[ -x /usr/local/bin/k3s ] && echo "version=$(/usr/local/bin/k3s --version 2>/dev/null | head -n1 | cut -d' ' -f3)"
-echo "vip=$(sum /var/lib/rancher/k3s/server/manifests/openctl-kube-vip.yaml)"
-echo "installed=$(cat /etc/rancher/k3s/openctl-install.sha256 2>/dev/null)"
-echo "iface=$(ip -o addr show to "$addr" 2>/dev/null | { read -r _ dev _ && echo "$dev"; })"
-exit 0`
-
 // sshFixture is a host served over SSH on the loopback.
 type sshFixture struct {
 	host    *vmhost.Host
@@ -163,7 +140,7 @@ func TestSSHRemote(t *testing.T) {
 			require.NoError(t, err)
 			assert.Empty(t, leftovers, "no temporary files left")
 
-			res, err := h.Run(ctx, remote.Command{Step: "inspect the host", Script: "set -- k3s " + remote.Quote("10.0.0.11") + "\n" + probeScript})
+			res, err := h.Run(ctx, remote.Command{Step: "inspect the host", Script: "set -- k3s " + remote.Quote("10.0.0.11") + "\n" + k3sScript(t, "probeScript")})
 			require.NoError(t, err)
 			assert.Equal(t, strings.Join([]string{
 				"init=systemd", "uname=x86_64", "binary=" + sha256Hex(bin), "unit=", "env=" + sha256Hex(env), "active=1",
