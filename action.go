@@ -3,8 +3,10 @@ package openctl
 import (
 	"context"
 	"io"
+	"slices"
 	"strings"
 
+	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/refs"
 	"github.com/openctl/openctl/registry"
@@ -76,34 +78,33 @@ func (e *Engine) Do(ctx context.Context, id manifest.ID, action string, args map
 // record whose hash did not match (its last apply failed, or what it
 // refers to changed since) keeps it, so the next apply still applies it.
 func (e *Engine) recordStatus(ctx context.Context, updates []registry.StatusUpdate) error {
-	changed := map[manifest.ID]map[string]any{}
+	all, err := e.store.List(ctx, state.Filter{})
+	if err != nil {
+		return &StateError{Op: "list", Err: err}
+	}
+	byID := make(map[manifest.ID]*state.Record, len(all))
+	for _, rec := range all {
+		byID[rec.ID()] = rec
+	}
+	changed := make(map[manifest.ID]bool, len(updates))
 	for _, u := range updates {
 		if _, _, err := e.reg.Lookup(u.ID); err != nil {
 			return err
 		}
-		if _, err := e.store.Get(ctx, u.ID); err != nil {
-			return &StateError{Op: "read", ID: u.ID, Err: err}
+		if byID[u.ID] == nil {
+			return &StateError{Op: "read", ID: u.ID, Err: errcode.New(errcode.NotFound, u.ID.Short()+" is not recorded")}
 		}
-		changed[u.ID] = u.Status
-	}
-	all, err := e.store.List(ctx, state.Filter{})
-	if err != nil {
-		return &StateError{Op: "list", Err: err}
+		changed[u.ID] = true
 	}
 	// The records to rehash: the changed ones and their dependents, each
 	// only if its hash is consistent with the state as it is now.
 	var rehash []manifest.ID
 	for _, rec := range all {
 		id := rec.ID()
-		_, touched := changed[id]
+		touched := changed[id]
 		if !touched {
 			deps, _ := refs.Dependencies(rec.Resource())
-			for _, d := range deps {
-				if _, ok := changed[d]; ok {
-					touched = true
-					break
-				}
-			}
+			touched = slices.ContainsFunc(deps, func(d manifest.ID) bool { return changed[d] })
 		}
 		if touched && rec.SpecHash != "" && e.stateHash(ctx, rec) == rec.SpecHash {
 			rehash = append(rehash, id)
@@ -112,10 +113,7 @@ func (e *Engine) recordStatus(ctx context.Context, updates []registry.StatusUpda
 	wctx, cancel := afterWrite(ctx)
 	defer cancel()
 	for _, u := range updates {
-		rec, err := e.store.Get(wctx, u.ID)
-		if err != nil {
-			return &StateError{Op: "read", ID: u.ID, Err: err}
-		}
+		rec := byID[u.ID]
 		_, kind, _ := e.reg.Lookup(u.ID)
 		status := rec.Revealed().Status
 		if status == nil {
@@ -138,15 +136,15 @@ func (e *Engine) recordStatus(ctx context.Context, updates []registry.StatusUpda
 		for p, v := range sealed {
 			next.Secrets[p] = v
 		}
-		if _, err := e.store.Put(wctx, next); err != nil {
+		stored, err := e.store.Put(wctx, next)
+		if err != nil {
 			return &StateError{Op: "record", ID: u.ID, Err: err}
 		}
+		byID[u.ID] = stored // its new generation, for the rehash below
 	}
+	// Every status is written: the hashes resolve against the new ones.
 	for _, id := range rehash {
-		rec, err := e.store.Get(wctx, id)
-		if err != nil {
-			return &StateError{Op: "read", ID: id, Err: err}
-		}
+		rec := byID[id]
 		hash := e.stateHash(wctx, rec)
 		if hash == "" || hash == rec.SpecHash {
 			continue

@@ -19,6 +19,7 @@ import (
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/refs"
 	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/remote"
 )
 
 // vmAPIVersion is the apiVersion of the Proxmox VMs a cluster creates.
@@ -360,10 +361,9 @@ func (p *Provider) clusterStatus(ctx context.Context, members []nodeRef, ssh SSH
 	st := map[string]any{}
 	version := ""
 	for i, m := range members {
-		loc := &location{Role: m.Role, Address: m.Address, SSHHostKey: m.SSHHostKey, SSH: ssh}
-		h, err := p.pool.Host(ctx, loc.target())
+		loc, h, err := p.memberHost(ctx, m, ssh)
 		if err != nil {
-			return nil, p.nodeErr(m.Name, "connect", err)
+			return nil, err
 		}
 		ns, err := p.nodeStatus(ctx, h, m.Name, loc)
 		if err != nil {
@@ -428,6 +428,17 @@ func (p *Provider) clusterStatus(ctx context.Context, members []nodeRef, ssh SSH
 		st["message"] = fmt.Sprintf("%d of %d nodes are ready", ready, len(members))
 	}
 	return st, nil
+}
+
+// memberHost is where a cluster's node is and its (pooled) SSH
+// connection.
+func (p *Provider) memberHost(ctx context.Context, m nodeRef, ssh SSHSpec) (*location, *remote.Host, error) {
+	loc := &location{Role: m.Role, Address: m.Address, SSHHostKey: m.SSHHostKey, SSH: ssh}
+	h, err := p.pool.Host(ctx, loc.target())
+	if err != nil {
+		return nil, nil, p.nodeErr(m.Name, "connect", err)
+	}
+	return loc, h, nil
 }
 
 // nodeRef locates one node of a cluster.

@@ -174,11 +174,7 @@ func (p *Provider) otherServerAPI(ctx context.Context, name string, prior *manif
 			}
 			raw, _ := st["kubeconfig"].(string)
 			url, _ := st["url"].(string)
-			kc, err := kubeconfig.Rewrite([]byte(raw), url, cluster)
-			if err != nil {
-				continue
-			}
-			api, err := kubeconfig.Client(kc)
+			api, err := clusterAPI(raw, url, cluster)
 			if err != nil || api.Ready(ctx) != nil {
 				continue
 			}

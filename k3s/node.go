@@ -259,11 +259,7 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 // certificate the cluster's CA signed for it: kube-vip runs and holds it.
 func (p *Provider) waitVIP(ctx context.Context, name string, st map[string]any, vip string) error {
 	raw, _ := st["kubeconfig"].(string)
-	kc, err := kubeconfig.Rewrite([]byte(raw), apiURL(vip), "vip")
-	if err != nil {
-		return p.nodeErr(name, "read its kubeconfig", err)
-	}
-	api, err := kubeconfig.Client(kc)
+	api, err := clusterAPI(raw, apiURL(vip), "vip")
 	if err != nil {
 		return p.nodeErr(name, "read its kubeconfig", err)
 	}
@@ -327,11 +323,8 @@ func (p *Provider) waitReady(ctx context.Context, h *remote.Host, name string, l
 	defer cancel()
 	var api *kubeconfig.Cluster
 	if !s.Init && s.Kubeconfig != "" {
-		kc, err := kubeconfig.Rewrite([]byte(s.Kubeconfig), s.Server, "join")
-		if err != nil {
-			return nil, p.nodeErr(name, "read the cluster's kubeconfig", err)
-		}
-		if api, err = kubeconfig.Client(kc); err != nil {
+		var err error
+		if api, err = clusterAPI(s.Kubeconfig, s.Server, "join"); err != nil {
 			return nil, p.nodeErr(name, "read the cluster's kubeconfig", err)
 		}
 	}

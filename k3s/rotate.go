@@ -8,6 +8,7 @@ import (
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/remote"
 )
 
 // rotateAgentCA replaces a cluster's agent CA with a new one, without a
@@ -57,6 +58,10 @@ func (p *Provider) rotateAgentCA(ctx context.Context, req registry.ActionRequest
 		registry.ReportStep(ctx, step)
 		return nil
 	}
+	nodes, err := p.agentHosts(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
 	resumed := a.accepted.Len() > 1
 	if !resumed {
 		ca, overlap, err := pki.Rotate(a.accepted, "openctl agent CA for cluster "+id.Name)
@@ -69,7 +74,7 @@ func (p *Provider) rotateAgentCA(ctx context.Context, req registry.ActionRequest
 		}
 	}
 	// Every node: both CAs, a certificate from the new one.
-	if err := p.pushAgentCredentials(ctx, rec, a, "now accepts both CAs and serves a certificate from the new one"); err != nil {
+	if err := p.pushAgentCredentials(ctx, nodes, a, "now accepts both CAs and serves a certificate from the new one"); err != nil {
 		return nil, err
 	}
 	client, err := a.signer.IssueClient(pki.ControllerName)
@@ -82,7 +87,7 @@ func (p *Provider) rotateAgentCA(ctx context.Context, req registry.ActionRequest
 	}
 	// Every node: the new CA alone.
 	final := &agentPKI{accepted: pki.NewBundle(a.signer.Cert), signer: a.signer, client: a.client}
-	if err := p.pushAgentCredentials(ctx, rec, final, "now accepts the new CA only"); err != nil {
+	if err := p.pushAgentCredentials(ctx, nodes, final, "now accepts the new CA only"); err != nil {
 		return nil, err
 	}
 	if err := record(final, "old CA dropped"); err != nil {
@@ -112,23 +117,40 @@ func (p *Provider) actionPKI(ctx context.Context, req registry.ActionRequest) (*
 	return a, nil
 }
 
-// pushAgentCredentials brings every node's agent to the PKI a — accepted
-// bundle, a certificate from its signer — one node at a time, over SSH.
-func (p *Provider) pushAgentCredentials(ctx context.Context, rec *clusterNodes, a *agentPKI, done string) error {
+// agentHost is a node whose agent a rotation brings to new credentials:
+// its connection and what its host runs, read once.
+type agentHost struct {
+	m           nodeRef
+	h           *remote.Host
+	init, uname string
+}
+
+// agentHosts connects to every node of rec and reads its init system and
+// architecture, which installAgent needs.
+func (p *Provider) agentHosts(ctx context.Context, rec *clusterNodes) ([]agentHost, error) {
+	out := make([]agentHost, 0, len(rec.Nodes))
 	for _, m := range rec.Nodes {
-		loc := &location{Role: m.Role, Address: m.Address, SSHHostKey: m.SSHHostKey, SSH: rec.SSH}
-		h, err := p.pool.Host(ctx, loc.target())
+		_, h, err := p.memberHost(ctx, m, rec.SSH)
 		if err != nil {
-			return p.nodeErr(m.Name, "connect", err)
+			return nil, err
 		}
 		pr, err := probeHost(ctx, h, service(m.Role), m.Address)
 		if err != nil {
-			return p.nodeErr(m.Name, "inspect the host", err)
+			return nil, p.nodeErr(m.Name, "inspect the host", err)
 		}
-		if _, err := p.installAgent(ctx, h, pr.init, pr.uname, m.Name, m.Address, a); err != nil {
-			return p.nodeErr(m.Name, "rotate the agent's credentials", err)
+		out = append(out, agentHost{m: m, h: h, init: pr.init, uname: pr.uname})
+	}
+	return out, nil
+}
+
+// pushAgentCredentials brings every node's agent to the PKI a — accepted
+// bundle, a certificate from its signer — one node at a time, over SSH.
+func (p *Provider) pushAgentCredentials(ctx context.Context, nodes []agentHost, a *agentPKI, done string) error {
+	for _, n := range nodes {
+		if _, err := p.installAgent(ctx, n.h, n.init, n.uname, n.m.Name, n.m.Address, a); err != nil {
+			return p.nodeErr(n.m.Name, "rotate the agent's credentials", err)
 		}
-		registry.ReportStep(ctx, m.Name+": "+done)
+		registry.ReportStep(ctx, n.m.Name+": "+done)
 	}
 	return nil
 }

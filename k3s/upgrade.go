@@ -179,7 +179,13 @@ func (p *Provider) nodeAPI(ctx context.Context, h *remote.Host, name string, loc
 		raw, _ = st["kubeconfig"].(string)
 		server, _ = st["url"].(string)
 	}
-	kc, err := kubeconfig.Rewrite([]byte(raw), server, firstOf(s.Cluster, name))
+	return clusterAPI(raw, server, firstOf(s.Cluster, name))
+}
+
+// clusterAPI is a client of the API at server with k3s's kubeconfig raw,
+// its names made ctxName's.
+func clusterAPI(raw, server, ctxName string) (*kubeconfig.Cluster, error) {
+	kc, err := kubeconfig.Rewrite([]byte(raw), server, ctxName)
 	if err != nil {
 		return nil, err
 	}
@@ -270,13 +276,9 @@ func (p *Provider) upgradeCluster(ctx context.Context, req registry.ActionReques
 	}
 	raw, _ := prior.Status["kubeconfig"].(string)
 	endpoint, _ := prior.Status["endpoint"].(string)
-	kc, err := kubeconfig.Rewrite([]byte(raw), endpoint, contextName(id.Name, spec))
+	api, err := clusterAPI(raw, endpoint, contextName(id.Name, spec))
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Invalid, fmt.Sprintf("k3s: %s: its recorded kubeconfig", id.Short()), err)
-	}
-	api, err := kubeconfig.Client(kc)
-	if err != nil {
-		return nil, err
 	}
 	type step struct {
 		m    nodeRef
@@ -286,10 +288,9 @@ func (p *Provider) upgradeCluster(ctx context.Context, req registry.ActionReques
 	}
 	var servers, agents []step
 	for _, m := range rec.Nodes {
-		loc := &location{Role: m.Role, Address: m.Address, SSHHostKey: m.SSHHostKey, SSH: rec.SSH}
-		h, err := p.pool.Host(ctx, loc.target())
+		loc, h, err := p.memberHost(ctx, m, rec.SSH)
 		if err != nil {
-			return nil, p.nodeErr(m.Name, "connect", err)
+			return nil, err
 		}
 		c, err := p.agentClient(m.Address, a)
 		if err != nil {
