@@ -220,6 +220,7 @@ func (e *Engine) resolveForApply(ctx context.Context, n *node) (*manifest.Resour
 	ctx, cancel := context.WithTimeout(ctx, e.ready.Timeout)
 	defer cancel()
 	b := backoff.Policy{Initial: e.ready.Initial, Max: e.ready.Max, Multiplier: 1.5, Jitter: 0.1}.Start()
+	var missing error // the last attempt that found the field missing
 	for {
 		var resolved *manifest.Resource
 		_, err := e.retry(ctx, n.id, "apply", func(ctx context.Context) error {
@@ -228,10 +229,16 @@ func (e *Engine) resolveForApply(ctx context.Context, n *node) (*manifest.Resour
 		var rerr *refs.Error
 		if err == nil || !errors.Is(err, refs.ErrFieldNotFound) || !errors.As(err, &rerr) || !e.declares(rerr.Target, rerr.Field) {
 			if err != nil && parent.Err() == nil && ctx.Err() != nil {
+				// The wait ran out during an attempt: what was waited
+				// for is the field the earlier attempts found missing.
+				if missing != nil {
+					err = missing
+				}
 				return nil, fmt.Errorf("%w (waited %s for it)", err, e.ready.Timeout)
 			}
 			return resolved, err
 		}
+		missing = err
 		e.emit(Event{Type: EventWaiting, ID: n.id, Op: "apply", Step: fmt.Sprintf("waiting for %s to report %s", rerr.Target.Short(), rerr.Field)})
 		if werr := b.Wait(ctx); werr != nil {
 			if parent.Err() == nil {

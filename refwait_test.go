@@ -23,6 +23,7 @@ type lateFieldProvider struct {
 	*testProvider
 	declare       []string
 	readsUntilKey int64
+	blockFrom     int64 // from this read on, Get blocks until ctx ends (0: never)
 	reads         atomic.Int64
 }
 
@@ -35,7 +36,12 @@ func (p *lateFieldProvider) Get(ctx context.Context, id manifest.ID) (*manifest.
 	if err != nil || id.Name != "vm" {
 		return r, err
 	}
-	if p.reads.Add(1) >= p.readsUntilKey {
+	n := p.reads.Add(1)
+	if p.blockFrom > 0 && n >= p.blockFrom {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if n >= p.readsUntilKey {
 		r.Status["hostKey"] = "ssh-ed25519 AAAA"
 	}
 	return r, nil
@@ -80,6 +86,17 @@ func TestApplyWaitsForDeclaredField(t *testing.T) {
 		assert.True(t, errors.Is(err, refs.ErrFieldNotFound), "%v", err)
 		assert.Contains(t, err.Error(), "$ref to Thing/vm field status.hostKey: field not found (waited 200ms for it)")
 		assert.Greater(t, p.reads.Load(), int64(2))
+	})
+	t.Run("deadline during a read", func(t *testing.T) {
+		// The wait runs out while the target is being read again: the
+		// error names the field the earlier reads found missing, not the
+		// interrupted read.
+		p := &lateFieldProvider{testProvider: newTestProvider(), declare: []string{"spec", "status.ip", "status.hostKey"}, readsUntilKey: 1 << 40, blockFrom: 3}
+		e := newEngine(t, p, openctl.WithReadyPolicy(openctl.ReadyPolicy{Timeout: 200 * time.Millisecond, Initial: time.Millisecond, Max: 20 * time.Millisecond}))
+		_, err := e.Apply(ctx, rs()...)
+		require.Error(t, err)
+		assert.True(t, errors.Is(err, refs.ErrFieldNotFound), "%v", err)
+		assert.Contains(t, err.Error(), "$ref to Thing/vm field status.hostKey: field not found (waited 200ms for it)")
 	})
 	t.Run("undeclared", func(t *testing.T) {
 		p := &lateFieldProvider{testProvider: newTestProvider(), readsUntilKey: 3}

@@ -449,47 +449,71 @@ func TestRunConcurrentRuns(t *testing.T) {
 	wg.Wait()
 }
 
-func TestRunSchedule(t *testing.T) {
-	if testing.Short() {
-		t.Skip("takes about 0.2 s of wall time")
+// TestRunWorkConserving: Run never leaves a slot idle while a node is
+// ready. Each call blocks until the test releases it; after every release
+// the test waits until Run has started exactly min(limit, ready nodes)
+// calls — fewer is an idle slot, more breaks the bound — then releases the
+// oldest call. How close the makespan comes to the lower bound is what
+// BenchmarkGraphRunLayered reports.
+func TestRunWorkConserving(t *testing.T) {
+	const limit = 4
+	g := graphtest.Layered(6, 8, 2, 1)
+	var mu sync.Mutex
+	var running []int // started, not yet released, in start order
+	started := map[int]bool{}
+	release := map[int]chan struct{}{}
+	for _, v := range g.Nodes() {
+		release[v] = make(chan struct{})
 	}
-	// 10 layers of 50 nodes, each depending on 2 nodes of the layer before,
-	// 5 ms of work each, 16 at a time. No schedule can beat
-	// max(critical path, total work / concurrency); Run must come within
-	// 15% of it. The bound uses the measured durations: time.Sleep
-	// overshoots by up to a millisecond on some machines, which is no fault
-	// of the scheduler.
-	const limit = 16
-	g := graphtest.Layered(10, 50, 2, 1)
-	start := time.Now()
-	results, err := g.Run(context.Background(), graph.RunOptions[int]{Concurrency: limit},
-		func(context.Context, int) error {
-			// The sleep is the work being scheduled (what this test
-			// measures), not synchronisation.
-			time.Sleep(5 * time.Millisecond)
-			return nil
-		})
-	elapsed := time.Since(start)
-	require.NoError(t, err)
-
-	order, err := g.Sort()
-	require.NoError(t, err)
-	var work time.Duration
-	finish := map[int]time.Duration{} // longest path ending at a node, in measured time
-	var critical time.Duration
-	for _, v := range order {
-		var ready time.Duration
-		for _, d := range g.Deps(v) {
-			ready = max(ready, finish[d])
+	done := map[int]bool{} // released by the test
+	ready := func() int { // nodes not released whose dependencies all are
+		n := 0
+		for _, v := range g.Nodes() {
+			if done[v] {
+				continue
+			}
+			ok := true
+			for _, d := range g.Deps(v) {
+				ok = ok && done[d]
+			}
+			if ok {
+				n++
+			}
 		}
-		finish[v] = ready + results[v].Duration
-		critical = max(critical, finish[v])
-		work += results[v].Duration
+		return n
 	}
-	bound := max(critical, work/limit)
-	t.Logf("makespan %v, lower bound %v (%.1f%% over); mean work %v", elapsed, bound,
-		100*(float64(elapsed)/float64(bound)-1), work/time.Duration(g.Len()))
-	assert.Less(t, elapsed, bound*115/100, "within 15%% of the lower bound")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := g.Run(context.Background(), graph.RunOptions[int]{Concurrency: limit},
+			func(_ context.Context, v int) error {
+				mu.Lock()
+				running = append(running, v)
+				started[v] = true
+				mu.Unlock()
+				<-release[v]
+				return nil
+			})
+		errc <- err
+	}()
+	for len(done) < g.Len() {
+		want := min(limit, ready())
+		var got int
+		require.Eventually(t, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			got = len(running)
+			return got >= want
+		}, 10*time.Second, time.Millisecond, "%d of %d nodes released: %d calls running, %d ready", len(done), g.Len(), got, want)
+		mu.Lock()
+		require.Equal(t, want, len(running), "calls running after %d releases", len(done))
+		v := running[0]
+		running = running[1:]
+		done[v] = true
+		mu.Unlock()
+		close(release[v])
+	}
+	require.NoError(t, <-errc)
+	assert.Len(t, started, g.Len())
 }
 
 func TestStatusString(t *testing.T) {
