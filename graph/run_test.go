@@ -466,7 +466,7 @@ func TestRunWorkConserving(t *testing.T) {
 		release[v] = make(chan struct{})
 	}
 	done := map[int]bool{} // released by the test
-	ready := func() int { // nodes not released whose dependencies all are
+	ready := func() int {  // nodes not released whose dependencies all are
 		n := 0
 		for _, v := range g.Nodes() {
 			if done[v] {
