@@ -18,8 +18,14 @@
 // ever executed: a command runs only if a Program of its name is
 // registered and an executable file of that name is on PATH in the
 // host's file system (the built-in ones have empty marker files in
-// /usr/bin). A shell script file without a registered program runs in a
-// nested interpreter; any other file fails as an unknown format.
+// /usr/bin). A file with an interpreter line (#!) runs its interpreter
+// as the kernel would — the registered program of that path, given the
+// file as its argument — so a sandbox binary can be a small file naming
+// the program that implements it, under any name; a text file without
+// one runs in a nested shell; any other file fails as an unknown format.
+//
+// A program run as a service's main process reaches its init system
+// through Call.NotifyReady and Call.Reloads (see WithService).
 //
 // # Users
 //

@@ -40,6 +40,48 @@ type Call struct {
 	// names it in "not found"), shell the script's $0.
 	line  uint
 	shell string
+	// svc connects the main program of a service to its init system;
+	// nil outside a service.
+	svc *ServiceHooks
+}
+
+// ServiceHooks connect a program run as a service's main process to the
+// init system that started it. The init system sets them with
+// WithService; a program reaches them through Call.NotifyReady and
+// Call.Reloads.
+type ServiceHooks struct {
+	// Ready is called when the program reports itself up (sd_notify's
+	// READY=1); nil ignores it.
+	Ready func()
+	// Reload receives a value for each reload request (systemctl reload,
+	// SIGHUP); nil: the program is never asked to reload.
+	Reload <-chan struct{}
+}
+
+// WithService returns a copy of c whose program runs as a service's main
+// process, with the init system's hooks h.
+func (c *Call) WithService(h *ServiceHooks) *Call {
+	n := *c
+	n.svc = h
+	return &n
+}
+
+// NotifyReady tells the init system the program is up, as sd_notify
+// READY=1 does for a Type=notify unit. Outside a service it does nothing.
+func (c *Call) NotifyReady() {
+	if c.svc != nil && c.svc.Ready != nil {
+		c.svc.Ready()
+	}
+}
+
+// Reloads returns the channel on which the program is asked to reload
+// (its configuration, its certificates), as SIGHUP asks a daemon. It is
+// nil — never ready — outside a service.
+func (c *Call) Reloads() <-chan struct{} {
+	if c.svc == nil {
+		return nil
+	}
+	return c.svc.Reload
 }
 
 // Getenv returns the value of the environment variable name, "" when it
@@ -143,6 +185,25 @@ func (h *Host) exec(ctx context.Context, c *Call) int {
 	}
 	if bytes.IndexByte(head, 0) >= 0 {
 		return c.shellErr(126, "%s: Exec format error", name)
+	}
+	// An interpreter line runs its interpreter as the kernel would: with
+	// the interpreter, the line's one optional argument, the file and the
+	// file's arguments.
+	if line, ok := bytes.CutPrefix(head, []byte("#!")); ok {
+		line, _, _ = bytes.Cut(line, []byte("\n"))
+		interp, arg, _ := strings.Cut(strings.TrimSpace(string(line)), " ")
+		if _, err := f.stat(abs("/", interp)); err != nil {
+			return c.shellErr(127, "%s: not found", name)
+		}
+		p, ok := h.programs[path.Base(interp)]
+		if !ok {
+			return c.shellErr(126, "%s: Exec format error", name)
+		}
+		args := []string{interp}
+		if arg = strings.TrimSpace(arg); arg != "" {
+			args = append(args, arg)
+		}
+		return p(ctx, c.sub(append(append(args, file), c.Args[1:]...)))
 	}
 	// A script: sh runs it, with $0 its name.
 	return runShell(ctx, c.sub(append([]string{"sh", file}, c.Args[1:]...)))

@@ -331,6 +331,53 @@ func TestRegisteredByName(t *testing.T) {
 	assert.Equal(t, "sh: 1: other: Exec format error\n", got.stderr)
 }
 
+// TestInterpreterLine: a file whose #! line names a registered program
+// runs that program with the kernel's arguments, under any file name (a
+// k3s binary downloaded to a temporary name still runs as k3s); a
+// missing interpreter is "not found".
+func TestInterpreterLine(t *testing.T) {
+	var got []string
+	k3s := func(_ context.Context, c *Call) int {
+		got = c.Args
+		return 3
+	}
+	h := newHost(t, Options{Programs: map[string]Program{"/usr/lib/sandbox/k3s": k3s}})
+	require.Equal(t, 0, run(t, h, "root", "printf '#!/usr/lib/sandbox/k3s --release\nv1.37.2+k3s1\n' > /tmp/k3s.new && chmod +x /tmp/k3s.new", "").status)
+	r := run(t, h, "root", "/tmp/k3s.new --version 'a b'", "")
+	assert.Equal(t, 3, r.status)
+	assert.Equal(t, []string{"/usr/lib/sandbox/k3s", "--release", "/tmp/k3s.new", "--version", "a b"}, got)
+	require.Equal(t, 0, run(t, h, "root", "printf '#!/opt/none\n' > /tmp/x && chmod +x /tmp/x", "").status)
+	r = run(t, h, "root", "/tmp/x", "")
+	assert.Equal(t, result{127, "", "sh: 1: /tmp/x: not found\n"}, r)
+	// A script for sh still runs in the shell.
+	r = run(t, h, "root", "printf '#!/bin/sh\necho \"$0 $1\"\n' > /tmp/s && chmod +x /tmp/s && /tmp/s one", "")
+	assert.Equal(t, result{0, "/tmp/s one\n", ""}, r)
+}
+
+// TestServiceHooks: a program run as a service's main process reaches
+// its init system's hooks; outside a service they do nothing.
+func TestServiceHooks(t *testing.T) {
+	ready := make(chan struct{}, 1)
+	reload := make(chan struct{}, 1)
+	var reloaded bool
+	prog := func(_ context.Context, c *Call) int {
+		c.NotifyReady()
+		if c.Reloads() != nil {
+			<-c.Reloads()
+			reloaded = true
+		}
+		return 0
+	}
+	h := newHost(t, Options{Programs: map[string]Program{"/usr/bin/daemon": prog}})
+	assert.Equal(t, 0, run(t, h, "root", "daemon", "").status, "outside a service: no hooks")
+	c := &Call{Args: []string{"daemon"}, Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Host: h, User: "root", Dir: "/"}
+	reload <- struct{}{}
+	assert.Equal(t, 0, prog(t.Context(), c.WithService(&ServiceHooks{Ready: func() { ready <- struct{}{} }, Reload: reload})))
+	assert.Len(t, ready, 1)
+	assert.True(t, reloaded)
+	assert.Nil(t, c.Reloads(), "WithService copies the call")
+}
+
 // TestCancel: a cancelled command stops.
 func TestCancel(t *testing.T) {
 	h := newHost(t, Options{})
