@@ -289,3 +289,23 @@ func TestAddressUnknownSaysWhy(t *testing.T) {
 	assert.Nil(t, res.Status["ip"])
 	assert.Contains(t, res.Status["ipError"], "guest agent is not running")
 }
+
+// loopbackGuests puts every guest on 127.80.0.<vmid-100>, as a sandbox
+// does.
+type loopbackGuests struct{}
+
+func (loopbackGuests) Start(g proxmoxtest.Guest) (proxmoxtest.GuestReport, error) {
+	return proxmoxtest.GuestReport{IPv4: fmt.Sprintf("127.80.0.%d", g.VMID-100), Prefix: 16}, nil
+}
+func (loopbackGuests) Stop(int)    {}
+func (loopbackGuests) Destroy(int) {}
+
+// TestAddressOnLoopback: a loopback address on the VM's own interface (a
+// sandbox's guest) is its address; the guest's "lo" is never.
+func TestAddressOnLoopback(t *testing.T) {
+	e := newEnv(t, proxmoxtest.WithGuests(loopbackGuests{}))
+	res, err := e.p.Apply(ctxT(t), vm("web-01", nil))
+	require.NoError(t, err)
+	assert.Regexp(t, `^127\.80\.0\.[0-9]+$`, res.Status["ip"])
+	assert.NotContains(t, fmt.Sprint(res.Status["ips"]), "127.0.0.1")
+}

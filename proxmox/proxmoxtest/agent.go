@@ -73,6 +73,9 @@ func (s *Server) agentNetwork(q *request) (any, *apiError) {
 			} else if i > 0 {
 				ip = ""
 			}
+			if i == 0 && v.report.IPv4 != "" {
+				ip, prefix = v.report.IPv4, v.report.Prefix
+			}
 			if ip != "" {
 				addrs = append(addrs, map[string]any{"ip-address-type": "ipv4", "ip-address": ip, "prefix": prefix})
 			}
@@ -133,7 +136,9 @@ func (s *Server) agentFileRead(q *request) (any, *apiError) {
 	switch file {
 	case HostKeyPath:
 		key := v.hostKey
-		if s.cfg.hostKeys != nil {
+		if v.report.HostKey != nil {
+			key = v.report.HostKey
+		} else if s.cfg.hostKeys != nil {
 			if k, ok := s.cfg.hostKeys(guestIPv4(v)); ok {
 				key = k
 			}

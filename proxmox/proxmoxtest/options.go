@@ -78,6 +78,7 @@ type config struct {
 	hook      func(RequestInfo)
 	storages  []storageDef
 	hostKeys  func(ip string) (ssh.PublicKey, bool)
+	guests    Guests
 }
 
 func defaultConfig() config {

@@ -776,13 +776,15 @@ func (s *Server) qemuPower(q *request, op string) (any, *apiError) {
 			if v.running {
 				return fmt.Errorf("VM %d already running", v.id)
 			}
-			s.boot(v)
-			return nil
+			return s.boot(v)
 		}, nil), nil
 	case "stop":
 		return s.startTask(q, v.node, "qmstop", id, lat.Stop, func() error {
 			if err := checks(); err != nil {
 				return err
+			}
+			if v.running {
+				s.guestStop(v)
 			}
 			v.running = false
 			return nil
@@ -795,6 +797,7 @@ func (s *Server) qemuPower(q *request, op string) (any, *apiError) {
 			if !v.running {
 				return fmt.Errorf("VM %d not running", v.id)
 			}
+			s.guestStop(v)
 			v.running = false
 			return nil
 		}, nil), nil
@@ -809,20 +812,27 @@ func (s *Server) qemuPower(q *request, op string) (any, *apiError) {
 			if !v.running {
 				return fmt.Errorf("VM %d not running", v.id)
 			}
-			s.boot(v)
-			return nil
+			s.guestStop(v)
+			return s.boot(v)
 		}, nil), nil
 	}
 }
 
-// boot marks v running and leases its DHCP address. Callers hold s.mu.
-func (s *Server) boot(v *vm) {
+// boot marks v running, leases its DHCP address and starts its guest
+// (WithGuests); a guest that fails to start leaves v stopped. Callers
+// hold s.mu.
+func (s *Server) boot(v *vm) error {
 	v.applyPending()
 	v.running = true
 	v.bootAt = time.Now()
 	if v.ip == "" {
 		v.ip = s.leaseDHCP()
 	}
+	if err := s.guestStart(v); err != nil {
+		v.running = false
+		return err
+	}
+	return nil
 }
 
 // leaseDHCP hands out 10.10.0.100-10.10.0.250 in order, skipping leases
@@ -873,6 +883,9 @@ func (s *Server) qemuDelete(q *request) (any, *apiError) {
 		}
 		if s.vms[v.id] == v {
 			delete(s.vms, v.id)
+			if s.cfg.guests != nil {
+				s.cfg.guests.Destroy(v.id)
+			}
 		}
 		return nil
 	}, unlock), nil

@@ -29,6 +29,9 @@ type vm struct {
 	// running source). Other writers fail with a lock timeout meanwhile.
 	flock   int
 	hostKey ssh.PublicKey
+	// report is what Guests.Start said the guest agent reports; zero
+	// without WithGuests or while stopped.
+	report GuestReport
 	// pending holds changes made while running, applied at the next start
 	// (vmconfig_apply_pending); pendingDel the keys queued for removal.
 	pending    map[string]string
