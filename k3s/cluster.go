@@ -43,7 +43,7 @@ func (p *Provider) Plan(_ context.Context, r *manifest.Resource) ([]*manifest.Re
 	if r.Kind != KindCluster {
 		return nil, nil
 	}
-	s, err := DecodeClusterSpec(r)
+	s, err := p.clusterSpec(r)
 	if err != nil {
 		return nil, err
 	}
@@ -452,7 +452,7 @@ type nodeRef struct {
 // applyCluster runs once the engine applied the cluster's nodes: it
 // gathers their state into the cluster's status.
 func (p *Provider) applyCluster(ctx context.Context, r *manifest.Resource) (*manifest.Resource, error) {
-	s, err := DecodeClusterSpec(r)
+	s, err := p.clusterSpec(r)
 	if err != nil {
 		return nil, err
 	}
@@ -647,7 +647,7 @@ func (p *Provider) getCluster(ctx context.Context, id manifest.ID) (*manifest.Re
 	if e, ok := prior.Status["endpoint"]; ok {
 		st["endpoint"] = e
 	}
-	cs, err := DecodeClusterSpec(prior)
+	cs, err := p.clusterSpec(prior)
 	if err != nil {
 		return nil, err
 	}
@@ -713,7 +713,7 @@ func (p *Provider) deleteCluster(ctx context.Context, id manifest.ID) error {
 	if prior == nil {
 		return nil
 	}
-	cs, err := DecodeClusterSpec(prior)
+	cs, err := p.clusterSpec(prior)
 	if err != nil {
 		return nil // not one this provider could have written
 	}

@@ -71,7 +71,7 @@ func (p *Provider) removeFromCluster(ctx context.Context, name string, prior *ma
 	}
 	var policy *DrainSpec
 	if prior != nil {
-		if s, err := DecodeNodeSpec(prior); err == nil {
+		if s, err := p.nodeSpec(prior); err == nil {
 			policy = s.Drain
 		}
 	}

@@ -3,13 +3,17 @@ package k3s
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/openctl/openctl/config"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/remote"
 )
 
 // Driver is the K3s provider as a program compiles it in
@@ -24,6 +28,8 @@ import (
 //	    readyTimeout: 10m                   # how long a node may take to be ready
 //	    kubeconfigDir: ~/.openctl/kubeconfigs
 //	    kubeconfig: ~/.kube/config          # what kubeconfig.merge merges into
+//	    ssh:
+//	      port: 22                          # the nodes' SSH port, where a manifest names none
 //	    agent:                              # openctl's node agent, on every node
 //	      binaryDir: ~/.openctl/cache/agent # openctl-agent-linux-<arch>: `make cross` writes them to bin/
 //	      port: 9443
@@ -33,7 +39,40 @@ import (
 // The defaults are under openctl's home directory ($OPENCTL_HOME, else
 // ~/.openctl). The provider has no contexts: where each node is comes
 // from the manifests.
-type Driver struct{}
+//
+// Under `openctl --sandbox` the provider manages the sandbox's simulated
+// hosts, which SandboxHosts starts (package sandbox provides them); without
+// it, --sandbox refuses K3s manifests.
+type Driver struct {
+	// SandboxHosts starts the simulated hosts for `--sandbox` and says
+	// how the provider reaches them; nil: the provider has no sandbox.
+	SandboxHosts func(ctx context.Context, opts registry.SandboxOptions) (*SandboxHosts, error)
+}
+
+// SandboxHosts is what a sandbox gives the K3s provider: where its k3s
+// releases and agent binaries are, how its hosts are reached, and where
+// the provider's files go (never the user's own kubeconfig).
+type SandboxHosts struct {
+	// Dir receives the provider's files: binaries, kubeconfigs, the
+	// kubeconfig merged into.
+	Dir string
+	// ReleaseURL serves k3s releases as the release page lays them out.
+	ReleaseURL string
+	// AgentBinaryDir holds openctl-agent-linux-<arch>.
+	AgentBinaryDir string
+	// SSHPort is the hosts' SSH port; Identity the key they accept.
+	SSHPort  int
+	Identity ssh.Signer
+	// AddressMap moves manifests' literal addresses onto the sandbox's
+	// (Config.AddressMap).
+	AddressMap func(netip.Addr) netip.Addr
+	// Description says what runs, for the CLI's notice.
+	Description string
+	// Close stops the hosts.
+	Close func() error
+}
+
+var _ registry.Sandboxer = Driver{}
 
 var _ registry.Driver = Driver{}
 
@@ -57,8 +96,13 @@ type fileConfig struct {
 		ReleaseURL string `yaml:"releaseURL,omitempty"`
 		Enabled    *bool  `yaml:"enabled,omitempty"`
 	} `yaml:"agent,omitempty"`
+	SSH struct {
+		Port int `yaml:"port,omitempty"`
+	} `yaml:"ssh,omitempty"`
 
 	readyTimeout time.Duration
+	// sandbox is set on the configuration Driver.Sandbox returns.
+	sandbox *SandboxHosts
 }
 
 // DecodeConfig decodes the providers.k3s section strictly and fills in
@@ -77,6 +121,9 @@ func (Driver) DecodeConfig(sec *config.Section) (registry.DriverConfig, error) {
 	}
 	if p := fc.Agent.Port; p < 0 || p > 65535 {
 		return nil, sec.Errorf("agent.port", "want a port number (1-65535), got %d", p)
+	}
+	if p := fc.SSH.Port; p < 0 || p > 65535 {
+		return nil, sec.Errorf("ssh.port", "want a port number (1-65535), got %d", p)
 	}
 	if home := sec.Home(); home != "" {
 		if fc.BinaryDir == "" {
@@ -119,7 +166,7 @@ func (Driver) Open(_ context.Context, cfg registry.DriverConfig, opts registry.O
 		}
 		ag = &AgentConfig{BinaryDir: fc.Agent.BinaryDir, Port: fc.Agent.Port, ReleaseURL: fc.Agent.ReleaseURL}
 	}
-	return New(Config{
+	conf := Config{
 		Agent:         ag,
 		BinaryDir:     fc.BinaryDir,
 		ReleaseURL:    fc.ReleaseURL,
@@ -127,6 +174,36 @@ func (Driver) Open(_ context.Context, cfg registry.DriverConfig, opts registry.O
 		ReadyTimeout:  fc.readyTimeout,
 		KubeconfigDir: fc.KubeconfigDir,
 		KubeConfig:    fc.Kubeconfig,
+		SSH:           remote.Options{DefaultPort: fc.SSH.Port},
 		Logger:        opts.Logger,
-	})
+	}
+	if sb := fc.sandbox; sb != nil {
+		conf.SSH.Identity = sb.Identity
+		conf.AddressMap = sb.AddressMap
+	}
+	return New(conf)
+}
+
+// Sandbox starts d.SandboxHosts and returns the configuration that
+// manages them: binaries downloaded from the sandbox's release server,
+// kubeconfigs kept in its directory, its SSH port and key, its address
+// map.
+func (d Driver) Sandbox(ctx context.Context, opts registry.SandboxOptions) (*registry.Sandbox, error) {
+	if d.SandboxHosts == nil {
+		return nil, errcode.New(errcode.Invalid, "the k3s provider has no sandbox in this program: run without --sandbox against real hosts")
+	}
+	sb, err := d.SandboxHosts(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	fc := &fileConfig{
+		BinaryDir:     filepath.Join(sb.Dir, "k3s"),
+		ReleaseURL:    sb.ReleaseURL,
+		KubeconfigDir: filepath.Join(sb.Dir, "kubeconfigs"),
+		Kubeconfig:    filepath.Join(sb.Dir, "kubeconfig"),
+		sandbox:       sb,
+	}
+	fc.Agent.BinaryDir = sb.AgentBinaryDir
+	fc.SSH.Port = sb.SSHPort
+	return &registry.Sandbox{Config: fc, Description: sb.Description, Close: sb.Close}, nil
 }

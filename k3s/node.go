@@ -72,7 +72,7 @@ func priorLocation(ctx context.Context, id manifest.ID) (*location, error) {
 // applyNode installs k3s on the node's host, or leaves it alone when what
 // is there already matches, and waits until it is ready.
 func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manifest.Resource, error) {
-	s, err := DecodeNodeSpec(r)
+	s, err := p.nodeSpec(r)
 	if err != nil {
 		return nil, err
 	}
@@ -629,7 +629,7 @@ func (p *Provider) joinInfo(ctx context.Context, name string, s *NodeSpec) error
 	default:
 		pick = clusters[0]
 	}
-	cs, err := DecodeClusterSpec(pick)
+	cs, err := p.clusterSpec(pick)
 	if err != nil {
 		return err
 	}

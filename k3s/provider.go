@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"path/filepath"
 	"sync"
 	"time"
@@ -59,6 +62,13 @@ type Config struct {
 	// Agent installs openctl's node agent on every node; nil: none, and
 	// the actions that need it are refused.
 	Agent *AgentConfig
+	// AddressMap, when set, rewrites the IP addresses manifests write
+	// literally — a Cluster's spec.vip.address and spec.hosts[].address,
+	// a Node's spec.address, spec.vip.address and the host of
+	// spec.server — before anything uses them. A sandbox moves a LAN onto
+	// loopback addresses with it, so that nothing needs root; addresses
+	// read from VMs are the VMs' own. Nil: as written.
+	AddressMap func(netip.Addr) netip.Addr
 }
 
 // Provider is the K3s provider. It is safe for concurrent use; Close
@@ -338,4 +348,50 @@ func (p *Provider) Do(ctx context.Context, req registry.ActionRequest) (*registr
 		return &registry.ActionResult{}, c.Logs(ctx, int(lines), req.Out)
 	}
 	return nil, errcode.New(errcode.Invalid, fmt.Sprintf("k3s: no action %q on %s", req.Action, req.ID.Kind))
+}
+
+// clusterSpec decodes a Cluster's spec (DecodeClusterSpec) with
+// Config.AddressMap applied.
+func (p *Provider) clusterSpec(r *manifest.Resource) (*ClusterSpec, error) {
+	s, err := DecodeClusterSpec(r)
+	if err != nil || p.cfg.AddressMap == nil {
+		return s, err
+	}
+	if s.VIP != nil {
+		s.VIP.Address = p.mapAddr(s.VIP.Address)
+	}
+	for i := range s.Hosts {
+		s.Hosts[i].Address = p.mapAddr(s.Hosts[i].Address)
+	}
+	return s, nil
+}
+
+// nodeSpec decodes a Node's spec (DecodeNodeSpec) with Config.AddressMap
+// applied.
+func (p *Provider) nodeSpec(r *manifest.Resource) (*NodeSpec, error) {
+	s, err := DecodeNodeSpec(r)
+	if err != nil || p.cfg.AddressMap == nil {
+		return s, err
+	}
+	s.Address = p.mapAddr(s.Address)
+	if s.VIP != nil {
+		s.VIP.Address = p.mapAddr(s.VIP.Address)
+	}
+	if u, err := url.Parse(s.Server); err == nil && u.Host != "" {
+		if host, port, err := net.SplitHostPort(u.Host); err == nil {
+			u.Host = net.JoinHostPort(p.mapAddr(host), port)
+			s.Server = u.String()
+		}
+	}
+	return s, nil
+}
+
+// mapAddr applies Config.AddressMap to an IP address; anything else (a
+// DNS name) is returned as it is.
+func (p *Provider) mapAddr(s string) string {
+	a, err := netip.ParseAddr(s)
+	if err != nil || p.cfg.AddressMap == nil {
+		return s
+	}
+	return p.cfg.AddressMap(a).String()
 }

@@ -266,7 +266,7 @@ func (p *Provider) upgradeCluster(ctx context.Context, req registry.ActionReques
 	if err != nil {
 		return nil, err
 	}
-	spec, err := DecodeClusterSpec(prior)
+	spec, err := p.clusterSpec(prior)
 	if err != nil {
 		return nil, err
 	}

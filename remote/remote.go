@@ -61,9 +61,15 @@ type Options struct {
 	// DialTimeout bounds the TCP connection and the SSH handshake of one
 	// attempt (default 15s).
 	DialTimeout time.Duration
+	// DefaultPort is the SSH port of targets that name none (default 22).
+	DefaultPort int
 	// AgentSocket is the SSH agent's socket; "" means $SSH_AUTH_SOCK.
 	// The agent only signs: it is never forwarded to a host.
 	AgentSocket string
+	// Identity, when set, is the one key the pool logs in with: targets'
+	// PrivateKeyPath and the SSH agent are not used. It is for keys held
+	// in memory — a secret store's, a sandbox's own.
+	Identity ssh.Signer
 	// OnCommand, when set, is told of every command before it runs: the
 	// host (host:port) and the command's Step — an audit trail, never
 	// the script or its input. It must be safe for concurrent use.
@@ -134,6 +140,9 @@ func (p *Pool) Close() error {
 // none (or the one it had broke). Concurrent callers share one dial; a
 // failed dial is not kept, so the next call dials again.
 func (p *Pool) Host(ctx context.Context, t Target) (*Host, error) {
+	if t.Port == 0 {
+		t.Port = p.opts.DefaultPort
+	}
 	key := t.user() + "@" + t.Addr() + "#" + t.PrivateKeyPath
 	p.mu.Lock()
 	c, ok := p.conns[key]
@@ -229,9 +238,12 @@ func (p *Pool) dial(ctx context.Context, t Target) (*ssh.Client, error) {
 	return ssh.NewClient(sc, chans, reqs), nil
 }
 
-// auth returns the authentication methods for t: its key file, then the
-// agent's keys.
+// auth returns the authentication methods for t: Options.Identity alone
+// when set, else its key file, then the agent's keys.
 func (p *Pool) auth(t Target) ([]ssh.AuthMethod, func(), error) {
+	if p.opts.Identity != nil {
+		return []ssh.AuthMethod{ssh.PublicKeys(p.opts.Identity)}, func() {}, nil
+	}
 	var signers []ssh.Signer
 	closeAgent := func() {}
 	if t.PrivateKeyPath != "" {

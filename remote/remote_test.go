@@ -311,6 +311,26 @@ func TestAuthAndReachability(t *testing.T) {
 		_, err := newPool(t, remote.Options{AgentSocket: serveAgent(t, f.key)}).Host(ctx, tg)
 		require.NoError(t, err)
 	})
+	t.Run("identity in memory", func(t *testing.T) {
+		// Options.Identity is the only key used: the target's key file
+		// (missing here) and the agent are not read.
+		signer, err := ssh.NewSignerFromKey(f.key)
+		require.NoError(t, err)
+		tg := f.target("root")
+		tg.PrivateKeyPath = filepath.Join(f.dir, "missing")
+		_, err = newPool(t, remote.Options{Identity: signer}).Host(ctx, tg)
+		require.NoError(t, err)
+		// A target without a port gets the pool's DefaultPort.
+		_, err = newPool(t, remote.Options{Identity: signer, DefaultPort: 2, DialTimeout: time.Second}).Host(ctx, tg)
+		require.ErrorIs(t, err, errcode.Transient)
+		assert.Contains(t, err.Error(), f.host.Addr().String()+":2")
+		_, priv, _ := ed25519.GenerateKey(rand.Reader)
+		other, err := ssh.NewSignerFromKey(priv)
+		require.NoError(t, err)
+		tg.PrivateKeyPath = ""
+		_, err = newPool(t, remote.Options{Identity: other, AgentSocket: serveAgent(t, f.key)}).Host(ctx, tg)
+		require.ErrorIs(t, err, errcode.Unauthorized)
+	})
 	t.Run("no key at all", func(t *testing.T) {
 		tg := f.target("root")
 		tg.PrivateKeyPath = ""
