@@ -27,7 +27,9 @@
 //
 // # Files
 //
-// server.go holds the configuration and the lifecycle (NewServer, Serve,
+// command.go holds Command, the agent as a program (cmd/openctl-agent's
+// flags, exit statuses and lifecycle, which a sandbox also runs in
+// process); server.go holds the configuration and the lifecycle (NewServer, Serve,
 // Shutdown); mtls.go the credentials, Reload and the per-request re-check
 // of the client certificate; routes.go the routing; info.go, logs.go,
 // service.go and upgrade.go (with release.go, the downloads) one endpoint
