@@ -2,12 +2,16 @@
 GO ?= go
 FUZZTIME ?= 30s
 
-.PHONY: all run test vet fmt-check test-race fuzz-seeds bench fuzz examples cross test-deps standin
+.PHONY: all run run-vms test vet fmt-check test-race fuzz-seeds bench fuzz examples cross test-deps standin
 
 all: test
 
-## run: the main job — three VMs created end to end against the built-in Proxmox VE simulator, with live progress
+## run: the main job — a K3s cluster (3 servers, 2 workers, a VIP) on simulated Proxmox VMs, end to end, in process: no root, no Proxmox, no download; ARGS=--hold keeps it serving for kubectl until Ctrl-C
 run:
+	$(GO) run ./cmd/openctl apply --sandbox -f examples/k3s-proxmox.yaml $(ARGS)
+
+## run-vms: three VMs created end to end against the built-in Proxmox VE simulator, with live progress
+run-vms:
 	$(GO) run ./cmd/openctl apply --sandbox -f examples/vms.yaml
 
 ## test: everything CI runs — formatting, vet, the race-enabled suite (fuzz seed corpora included), the nested bench module's build, the k3s stand-in

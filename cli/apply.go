@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -69,6 +70,8 @@ const sandboxHelp = "run against the providers' built-in simulators with in-memo
 type runFlags struct {
 	sandbox  bool
 	lockWait time.Duration
+	// hold keeps the sandbox serving after the command (apply --hold).
+	hold bool
 }
 
 func (r *runFlags) register(cmd *cobra.Command, lock bool) {
@@ -121,6 +124,9 @@ configuration or $OPENCTL_APPLY_CONCURRENCY (default 4).`,
 			if cmd.Flags().Changed("max-age") {
 				return usagef("--max-age applies to a saved plan: give PLANFILE")
 			}
+			if rf.hold && !rf.sandbox {
+				return usagef("--hold keeps a sandbox serving: give --sandbox too")
+			}
 			rs, err := m.load(cmd.Context(), a)
 			if err != nil {
 				return err
@@ -136,6 +142,7 @@ configuration or $OPENCTL_APPLY_CONCURRENCY (default 4).`,
 	}
 	m.register(cmd, "to apply")
 	rf.register(cmd, true)
+	cmd.Flags().BoolVar(&rf.hold, "hold", false, "with --sandbox: keep the sandbox serving after the apply, until Ctrl-C, so that what it made can be tried (kubectl, ssh)")
 	cmd.Flags().DurationVar(&maxAge, "max-age", openctl.DefaultPlanMaxAge, "refuse a saved plan older than this (0: no limit)")
 	return cmd
 }
@@ -166,6 +173,13 @@ func (a *app) runOp(ctx context.Context, rf runFlags, name string, ids []manifes
 	pr.Finish(report, err)
 	if name == "apply" && !a.quiet {
 		a.printApplied(ctx, s.engine, report)
+	}
+	switch {
+	case rf.hold:
+		a.note("openctl: --hold: the sandbox keeps serving; stop it with Ctrl-C")
+		<-ctx.Done()
+	case rf.sandbox && name == "apply" && err == nil:
+		a.note("openctl: --sandbox: the sandbox and what it holds end with this command; give --hold to keep it serving until Ctrl-C")
 	}
 	if err != nil {
 		// The summary on stdout lists each failure with what to do; stderr
@@ -405,10 +419,43 @@ func (a *app) printApplied(ctx context.Context, e *openctl.Engine, report *openc
 			ages[res.ID] = rec.CreatedAt
 		}
 	}
+	var hints []string
 	for _, key := range order {
 		rs := byKind[key]
 		slices.SortFunc(rs, func(x, y *manifest.Resource) int { return strings.Compare(x.Metadata.Name, y.Metadata.Name) })
 		fmt.Fprintln(a.stdout)
 		_ = output.Print(a.stdout, output.Table, rs, output.Options{Kind: kinds[key], Ages: ages, Now: time.Now})
+		for _, r := range rs {
+			if h, ok := expandHint(kinds[key].Hint, r); ok {
+				hints = append(hints, h)
+			}
+		}
 	}
+	if len(hints) > 0 {
+		fmt.Fprintln(a.stdout)
+		for _, h := range hints {
+			fmt.Fprintln(a.stdout, "Try: "+h)
+		}
+	}
+}
+
+// hintField is a {field} of a registry.Kind's Hint.
+var hintField = regexp.MustCompile(`\{([A-Za-z0-9_.]+)\}`)
+
+// expandHint fills hint's {field}s from r; false when hint is empty or
+// a field has no value.
+func expandHint(hint string, r *manifest.Resource) (string, bool) {
+	if hint == "" {
+		return "", false
+	}
+	ok := true
+	out := hintField.ReplaceAllStringFunc(hint, func(m string) string {
+		v, found, err := r.Field(m[1 : len(m)-1])
+		s := fmt.Sprint(v)
+		if err != nil || !found || v == nil || s == "" {
+			ok = false
+		}
+		return s
+	})
+	return out, ok
 }

@@ -179,6 +179,7 @@ func (p *Provider) Kinds() []registry.Kind {
 				{Name: "PHASE", Field: "status.phase"}, {Name: "VERSION", Field: "status.version"},
 				{Name: "ENDPOINT", Field: "status.endpoint"}, {Name: "NODES", Field: "status.readyNodes"},
 			},
+			Hint: "kubectl --kubeconfig {status.outputs.kubeconfigPath} get nodes -o wide",
 		},
 		// "nodes" is Proxmox's: a K3s node is a k3snode.
 		node(KindNode, "k3snodes"),

@@ -63,7 +63,13 @@ const EnvContext = "env"
 // reads the OPENCTL_PROXMOX_* variables (EnvURL and the others), and its
 // sandbox is the simulator of package proxmoxtest. A program that builds
 // its Config in code needs no Driver: New(cfg) is enough.
-type Driver struct{}
+type Driver struct {
+	// SandboxGuests, when set, gives the sandbox's VMs what runs inside
+	// them (proxmoxtest.WithGuests) — package sandbox's hosts, which
+	// answer SSH — and a release function called when the sandbox
+	// closes; nil: the VMs run nothing.
+	SandboxGuests func(ctx context.Context, opts registry.SandboxOptions) (guests proxmoxtest.Guests, release func() error, err error)
+}
 
 var (
 	_ registry.Driver        = Driver{}
@@ -280,17 +286,28 @@ func (Driver) Open(_ context.Context, cfg registry.DriverConfig, opts registry.O
 // template "ubuntu-24.04-cloud" — on a free loopback port, and returns a
 // configuration with the context "sandbox" pointing at it, its
 // certificate pinned.
-func (Driver) Sandbox(_ context.Context, opts registry.SandboxOptions) (*registry.Sandbox, error) {
+func (d Driver) Sandbox(ctx context.Context, opts registry.SandboxOptions) (*registry.Sandbox, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	const nodes = 3
-	srv, err := proxmoxtest.New(append(proxmoxtest.SandboxLayout(nodes, proxmoxtest.DefaultSharedStorage), proxmoxtest.WithLogger(log))...)
+	simOpts := append(proxmoxtest.SandboxLayout(nodes, proxmoxtest.DefaultSharedStorage), proxmoxtest.WithLogger(log))
+	release := func() error { return nil }
+	if d.SandboxGuests != nil {
+		guests, rel, err := d.SandboxGuests(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("proxmox: sandbox: %w", err)
+		}
+		simOpts, release = append(simOpts, proxmoxtest.WithGuests(guests)), rel
+	}
+	srv, err := proxmoxtest.New(simOpts...)
 	if err != nil {
+		_ = release()
 		return nil, fmt.Errorf("proxmox: sandbox: %w", err)
 	}
 	if err := srv.Start("127.0.0.1:0"); err != nil {
+		_ = release()
 		return nil, fmt.Errorf("proxmox: sandbox: %w", err)
 	}
 	id, tok := srv.Token()
@@ -302,7 +319,7 @@ func (Driver) Sandbox(_ context.Context, opts registry.SandboxOptions) (*registr
 	return &registry.Sandbox{
 		Config:      fc,
 		Description: fmt.Sprintf("a simulated Proxmox VE (nodes pve1..pve%d) at %s", nodes, srv.URL()),
-		Close:       func() error { srv.Close(); return nil },
+		Close:       func() error { srv.Close(); return release() },
 	}, nil
 }
 

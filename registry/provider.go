@@ -92,6 +92,11 @@ type Kind struct {
 	// prints them ("openctl get vms"); Wide ones only in wide output. A
 	// CLI adds AGE itself.
 	Columns []Column `json:"columns,omitempty"`
+	// Hint is a command line a CLI suggests after applying a resource
+	// of the kind, with {field} replaced by the resource's value of that
+	// dotted path: "kubectl --kubeconfig {status.outputs.kubeconfigPath}
+	// get nodes". It is not shown while a field it names is empty.
+	Hint string `json:"hint,omitempty"`
 }
 
 // HasField reports whether a resource of the kind can have the field at

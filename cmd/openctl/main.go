@@ -22,15 +22,19 @@ import (
 	"github.com/openctl/openctl/k3s"
 	"github.com/openctl/openctl/proxmox"
 	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/sandbox"
 	"github.com/openctl/openctl/state"
 	"github.com/openctl/openctl/state/postgres"
 )
 
 // options is the reference binary: its providers, its state backends and
-// the Proxmox VE simulator server as "openctl sandbox".
+// the Proxmox VE simulator server as "openctl sandbox". Under --sandbox
+// the two providers share one simulated world: the Proxmox simulator's
+// VMs are hosts the K3s provider reaches over SSH.
 func options() cli.Options {
+	box := sandbox.NewShared(sandbox.Options{})
 	return cli.Options{
-		Drivers:  []registry.Driver{proxmox.Driver{}, k3s.Driver{}},
+		Drivers:  []registry.Driver{proxmox.Driver{SandboxGuests: box.ProxmoxGuests}, k3s.Driver{SandboxHosts: box.K3sHosts}},
 		Backends: []state.Backend{state.FileBackend{}, postgres.Backend{}},
 		Commands: []*cobra.Command{sandboxCmd()},
 	}
