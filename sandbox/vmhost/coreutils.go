@@ -33,7 +33,7 @@ func builtins() map[string]Program {
 		"basename": progBasename, "sleep": progSleep, "id": progID,
 		"whoami": progWhoami, "env": progEnv, "tr": progTr, "wc": progWc,
 		"grep": progGrep, "ip": progIP, "readlink": progReadlink,
-		"hostname": progHostname,
+		"hostname": progHostname, "kill": progKill,
 	}
 }
 

@@ -68,6 +68,11 @@ type Host struct {
 
 	programs map[string]Program // by base name; read-only after New
 
+	// svc runs the services of the init system (nil without one);
+	// journal is systemd's journal (nil without systemd).
+	svc     *manager
+	journal *journal
+
 	mu     sync.Mutex // guards closed
 	closed bool
 }
@@ -114,6 +119,14 @@ func New(root string, opts Options) (*Host, error) {
 	for name := range h.programs {
 		markers[name] = "/usr/bin/" + name
 	}
+	if opts.Init != "" {
+		h.svc = newManager(h, opts.Init)
+		h.journal = h.svc.journal
+		for p, prog := range initPrograms(opts.Init) {
+			h.programs[path.Base(p)] = prog
+			markers[path.Base(p)] = p
+		}
+	}
 	for key, p := range opts.Programs {
 		if p == nil {
 			return nil, fmt.Errorf("vmhost: program %q is nil", key)
@@ -137,9 +150,9 @@ func (h *Host) layout(opts Options, markers map[string]string) error {
 	dirs := []string{"etc", "usr/bin", "usr/sbin", "usr/local/bin", "usr/local/sbin", "usr/lib", "var/lib", "var/log", "var/tmp", "run", "tmp", "root", "home", "dev", "proc"}
 	switch opts.Init {
 	case InitSystemd:
-		dirs = append(dirs, "run/systemd/system", "etc/systemd/system")
+		dirs = append(dirs, "run/systemd/system", "etc/systemd/system/multi-user.target.wants", "usr/lib/systemd/system")
 	case InitOpenRC:
-		dirs = append(dirs, "run/openrc", "etc/init.d")
+		dirs = append(dirs, "run/openrc", "etc/init.d", "etc/conf.d", "etc/runlevels/sysinit", "etc/runlevels/boot", "etc/runlevels/default", "etc/runlevels/nonetwork", "etc/runlevels/shutdown")
 	}
 	for _, d := range dirs {
 		if err := h.root.MkdirAll(d, 0o755); err != nil {
@@ -192,15 +205,70 @@ func (h *Host) layout(opts Options, markers map[string]string) error {
 	return nil
 }
 
-// Close releases the host's root directory; its files stay. Run fails
-// after Close.
+// initPrograms are the programs of an init system, by path.
+func initPrograms(init string) map[string]Program {
+	switch init {
+	case InitSystemd:
+		return map[string]Program{"/usr/bin/systemctl": progSystemctl, "/usr/bin/journalctl": progJournalctl}
+	case InitOpenRC:
+		return map[string]Program{
+			"/sbin/openrc-run": progOpenRCRun, "/sbin/rc-service": progRcService,
+			"/sbin/rc-update": progRcUpdate, "/sbin/supervise-daemon": progSuperviseDaemon,
+		}
+	}
+	return nil
+}
+
+// Boot starts the services enabled on the host, as a booting machine
+// does: with systemd, the units linked from /etc/systemd/system/*.wants
+// (after a daemon-reload), their start jobs queued without waiting for
+// them (a Type=notify unit may still be activating when Boot returns);
+// with OpenRC, the services of the sysinit, boot and default runlevels
+// one after another, each started as rc-service starts it (start_pre
+// and the like run before Boot returns; ctx bounds them). Services that
+// already run are left alone. The error lists the services that could
+// not be started (a bad unit, a failed start_pre); the others are
+// started regardless. Without an init system Boot does nothing.
+func (h *Host) Boot(ctx context.Context) error {
+	h.mu.Lock()
+	closed := h.closed
+	h.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	switch {
+	case h.svc == nil:
+		return nil
+	case h.svc.kind == InitSystemd:
+		return h.svc.bootSystemd()
+	default:
+		return h.svc.bootOpenRC(ctx)
+	}
+}
+
+// PowerOff stops every service at once, as pulling the plug would: no
+// ExecStop, no stop messages in the journal, no restarts. The services'
+// programs see their contexts end; PowerOff waits for them to return
+// for up to 10 seconds, then leaves those that do not behind. The
+// journal (in memory) and the file system stay; Boot starts the enabled
+// services again.
+func (h *Host) PowerOff() {
+	if h.svc != nil {
+		h.svc.powerOff()
+	}
+}
+
+// Close powers the host off (PowerOff) and releases its root directory;
+// its files stay. Run fails after Close.
 func (h *Host) Close() error {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.closed {
+		h.mu.Unlock()
 		return nil
 	}
 	h.closed = true
+	h.mu.Unlock()
+	h.PowerOff()
 	return h.root.Close()
 }
 

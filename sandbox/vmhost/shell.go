@@ -24,6 +24,7 @@ const (
 	cmdCommandV = "\x00command-v"
 	cmdType     = "\x00type"
 	cmdUmask    = "\x00umask"
+	cmdKill     = "\x00kill"
 )
 
 // internals are run by exec before any PATH lookup.
@@ -31,6 +32,7 @@ var internals = map[string]Program{
 	cmdCommandV: progCommandV,
 	cmdType:     progType,
 	cmdUmask:    progUmask,
+	cmdKill:     progKill,
 }
 
 // progSh is sh, dash's way: sh [-eux…] -c SCRIPT [NAME [ARG…]], sh FILE
@@ -102,29 +104,11 @@ func runShell(ctx context.Context, c *Call) int {
 	}
 	stdinAliases(file)
 
-	umask := new(atomic.Uint32)
-	umask.Store(uint32(c.mask()))
-	sh := &shell{host: c.Host, user: c.User, name: name, umask: umask}
-	stdin, closeStdin, err := stdinFile(ctx, c.Stdin)
+	r, closeRunner, err := newRunner(ctx, c, name, append(opts, append([]string{"--"}, args...)...))
 	if err != nil {
 		return c.Errorf(2, "%v", err)
 	}
-	defer closeStdin()
-	r, err := interp.New(
-		interp.StdIO(stdin, c.Stdout, c.Stderr),
-		interp.Env(expand.ListEnviron(c.Env...)),
-		interp.Params(append(opts, append([]string{"--"}, args...)...)...),
-		interp.OpenHandler(sh.open),
-		interp.StatHandler(sh.stat),
-		interp.ReadDirHandler2(sh.readDir),
-		interp.AccessHandler(sh.access),
-		interp.CallHandler(sh.call),
-		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return sh.exec }),
-	)
-	if err != nil {
-		return c.Errorf(2, "%v", err)
-	}
-	r.Dir = c.Dir
+	defer closeRunner()
 	err = r.Run(ctx, file)
 	if status, ok := interp.IsExitStatus(err); ok {
 		return int(status)
@@ -140,6 +124,37 @@ func runShell(ctx context.Context, c *Call) int {
 		return 143
 	}
 	return 0
+}
+
+// newRunner returns an interpreter that runs as c does (its streams,
+// environment, user and directory) with every file access on c.Host,
+// $0 name and the parameters params (options, "--", arguments); the
+// function it returns releases it.
+func newRunner(ctx context.Context, c *Call, name string, params []string) (*interp.Runner, func(), error) {
+	umask := new(atomic.Uint32)
+	umask.Store(uint32(c.mask()))
+	sh := &shell{host: c.Host, user: c.User, name: name, umask: umask}
+	stdin, closeStdin, err := stdinFile(ctx, c.Stdin)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := interp.New(
+		interp.StdIO(stdin, c.Stdout, c.Stderr),
+		interp.Env(expand.ListEnviron(c.Env...)),
+		interp.Params(params...),
+		interp.OpenHandler(sh.open),
+		interp.StatHandler(sh.stat),
+		interp.ReadDirHandler2(sh.readDir),
+		interp.AccessHandler(sh.access),
+		interp.CallHandler(sh.call),
+		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return sh.exec }),
+	)
+	if err != nil {
+		closeStdin()
+		return nil, nil, err
+	}
+	r.Dir = c.Dir
+	return r, closeStdin, nil
 }
 
 // stdinFile returns r as the *os.File the interpreter wants (it would
@@ -269,6 +284,9 @@ func (s *shell) call(ctx context.Context, args []string) ([]string, error) {
 		return append([]string{cmdType}, args[1:]...), nil
 	case "umask":
 		return append([]string{cmdUmask}, args[1:]...), nil
+	case "kill":
+		// dash's builtin: the interpreter has none.
+		return append([]string{cmdKill}, args[1:]...), nil
 	case "trap":
 		return trapArgs(args), nil
 	case ".", "source":
