@@ -1,7 +1,6 @@
 package kubelite
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -25,14 +24,9 @@ const deletionTimeout = 2 * time.Minute
 // does, computing each matching budget's status first as the disruption
 // controller would.
 func (h *handler) evict(w http.ResponseWriter, r *http.Request, req *request, dryRun bool) {
-	body, err := readJSONBody(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	var ev policyv1.Eviction
-	if err := json.Unmarshal(body, &ev); err != nil {
-		writeError(w, apierrors.NewBadRequest(err.Error()))
+	if err := decodeInto(r, &ev); err != nil {
+		writeError(w, err)
 		return
 	}
 	if ev.Name != req.name {
@@ -283,4 +277,3 @@ func (s *Store) controllerScale(ref *metav1.OwnerReference, namespace string) (s
 	}
 	return "", 0, false
 }
-

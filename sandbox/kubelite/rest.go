@@ -20,9 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 )
 
@@ -190,20 +192,15 @@ func typed(res *resource, obj runtime.Object) runtime.Object {
 
 func partialMeta(obj runtime.Object) *metav1.PartialObjectMetadata {
 	p := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"}}
-	m := metaOf(obj.DeepCopyObject())
-	p.ObjectMeta = *m.(*metav1.ObjectMeta)
+	p.ObjectMeta = *field0(obj, "ObjectMeta").Addr().Interface().(*metav1.ObjectMeta).DeepCopy()
 	return p
 }
 
 // decodeBody reads a request body holding an object of res.
 func decodeBody(r *http.Request, res *resource) (runtime.Object, error) {
-	body, err := readJSONBody(r)
-	if err != nil {
-		return nil, err
-	}
 	obj := res.new()
-	if err := json.Unmarshal(body, obj); err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v", res.kind, err))
+	if err := decodeInto(r, obj); err != nil {
+		return nil, err
 	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if gvk.Kind != "" && gvk.Kind != res.kind || gvk.Version != "" && gvk.GroupVersion() != res.gvr.GroupVersion() {
@@ -213,24 +210,38 @@ func decodeBody(r *http.Request, res *resource) (runtime.Object, error) {
 	return obj, nil
 }
 
-// readJSONBody reads a JSON (or YAML) request body.
-func readJSONBody(r *http.Request) ([]byte, error) {
+var protobufSerializer = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+
+// decodeInto reads a request body (JSON, YAML or protobuf) into obj; an
+// empty body leaves obj as it is.
+func decodeInto(r *http.Request, obj runtime.Object) error {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 3<<20))
 	if err != nil {
-		return nil, err
+		return err
+	}
+	if len(body) == 0 {
+		return nil
 	}
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch ct {
 	case "", "application/json", "*/*":
-		return body, nil
 	case "application/yaml":
 		if body, err = yaml.YAMLToJSON(body); err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
+			return apierrors.NewBadRequest(err.Error())
 		}
-		return body, nil
+	case runtime.ContentTypeProtobuf:
+		if _, _, err := protobufSerializer.Decode(body, nil, obj); err != nil {
+			return apierrors.NewBadRequest(err.Error())
+		}
+		return nil
+	default:
+		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+			Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf")}}
 	}
-	return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
-		Message: "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"}}
+	if err := json.Unmarshal(body, obj); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized: %v", err))
+	}
+	return nil
 }
 
 // applyPatch applies a patch of content type ct to cur.
@@ -276,14 +287,8 @@ func applyPatch(res *resource, ct string, cur runtime.Object, patch []byte) (run
 // deleteOptions reads a delete's options from its body or query.
 func deleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err != nil {
+	if err := decodeInto(r, opts); err != nil {
 		return nil, err
-	}
-	if len(strings.TrimSpace(string(body))) > 0 {
-		if err := json.Unmarshal(body, opts); err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
-		}
 	}
 	q := r.URL.Query()
 	if v := q.Get("gracePeriodSeconds"); v != "" {

@@ -33,10 +33,10 @@ const maxEvents = 10000
 // object, so readers may keep what they got under the lock.
 type Store struct {
 	mu      sync.Mutex
-	rv      uint64                               // the cluster-wide resourceVersion: last write
+	rv      uint64                                  // the cluster-wide resourceVersion: last write
 	objects map[*resource]map[string]runtime.Object // by namespace/name
-	log     []event                              // the last maxEvents writes, oldest first
-	changed chan struct{}                        // closed and replaced on every write
+	log     []event                                 // the last maxEvents writes, oldest first
+	changed chan struct{}                           // closed and replaced on every write
 }
 
 // event is one write, as watches report it.
