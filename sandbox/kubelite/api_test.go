@@ -359,7 +359,7 @@ func TestAuthentication(t *testing.T) {
 	}
 	// A certificate of another CA is anonymous too.
 	other := newCA(t)
-	certPEM, keyPEM := other.issue(t, "mallory", "system:masters")
+	certPEM, keyPEM := other.Issue(t, "mallory", "system:masters")
 	bad := kubernetes.NewForConfigOrDie(&rest.Config{Host: c.config.Host, TLSClientConfig: rest.TLSClientConfig{CAData: c.config.CAData, CertData: certPEM, KeyData: keyPEM}})
 	if _, err := bad.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{}); !apierrors.IsUnauthorized(err) {
 		t.Fatalf("foreign certificate: %v", err)
@@ -370,7 +370,7 @@ func TestAuthentication(t *testing.T) {
 	}
 	// The raw 401 body.
 	tr, _ := rest.TransportFor(anon)
-	resp, err := (&http.Client{Transport: tr}).Get(c.server.URL + "/api/v1/nodes")
+	resp, err := (&http.Client{Transport: tr}).Get(c.server.Server.URL + "/api/v1/nodes")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +383,7 @@ func TestAuthentication(t *testing.T) {
 
 func get(t *testing.T, c *cluster, path, accept string) (int, string, http.Header) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", c.server.URL+path, nil)
+	req, _ := http.NewRequest("GET", c.server.Server.URL+path, nil)
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
