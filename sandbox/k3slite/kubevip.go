@@ -14,6 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
+
 	"github.com/openctl/openctl/sandbox/vmhost"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,7 +64,7 @@ func (n *Network) watchManifests(ctx context.Context, h *vmhost.Host, dir, node 
 		}
 	}
 	defer halt()
-	tick := time.NewTicker(manifestPoll)
+	tick := time.NewTicker(min(manifestPoll, n.opts.PodSyncInterval))
 	defer tick.Stop()
 	for {
 		files, err := manifestFiles(f, dir)
@@ -199,7 +202,8 @@ func (k *kubeVIP) run(ctx context.Context) {
 	k.removeLocked("it is left from an earlier run and this node is not the leader")
 	k.mu.Unlock()
 	// The elector outlives ctx by the release of the Lease.
-	ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// kube-vip logs in its own pod, not in k3s's journal.
+	ectx, cancel := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), logr.Discard()))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
