@@ -4,8 +4,72 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
+	"sync"
 )
+
+// addrMu guards every host's addresses once New has returned: they
+// change at run time through AddAddress and RemoveAddress (a VIP taken
+// and let go by kube-vip).
+var addrMu sync.RWMutex
+
+// Addresses returns the host's addresses, lo's first, as `ip addr`
+// lists them.
+func (h *Host) Addresses() []Address {
+	addrMu.RLock()
+	defer addrMu.RUnlock()
+	return slices.Clone(h.addrs)
+}
+
+// AddAddress adds a to the host's interface a.Interface, as `ip addr
+// add` does: an interface not there yet is made (index: the next free
+// one, unless a.Index is set). Adding an address the interface already
+// has is an error ("RTNETLINK answers: File exists").
+func (h *Host) AddAddress(a Address) error {
+	if !a.Prefix.IsValid() || a.Interface == "" {
+		return fmt.Errorf("vmhost: add address: want an interface and a prefix, got %q %v", a.Interface, a.Prefix)
+	}
+	addrMu.Lock()
+	defer addrMu.Unlock()
+	maxIndex := 0
+	for _, old := range h.addrs {
+		if old.Interface == a.Interface && old.Prefix.Addr() == a.Prefix.Addr() {
+			return fmt.Errorf("vmhost: add %s to %s: RTNETLINK answers: File exists", a.Prefix, a.Interface)
+		}
+		if old.Interface == a.Interface && a.Index == 0 {
+			a.Index = old.Index
+		}
+		maxIndex = max(maxIndex, old.Index)
+	}
+	if a.Index == 0 {
+		a.Index = maxIndex + 1
+	}
+	// After the interface's last address, as the kernel lists a
+	// secondary address.
+	at := len(h.addrs)
+	for i, old := range h.addrs {
+		if old.Interface == a.Interface {
+			at = i + 1
+		}
+	}
+	h.addrs = slices.Insert(slices.Clone(h.addrs), at, a)
+	return nil
+}
+
+// RemoveAddress removes addr from the host's interface iface, as `ip
+// addr del` does; an address the interface does not have is an error
+// ("RTNETLINK answers: Cannot assign requested address").
+func (h *Host) RemoveAddress(iface string, addr netip.Addr) error {
+	addrMu.Lock()
+	defer addrMu.Unlock()
+	i := slices.IndexFunc(h.addrs, func(a Address) bool { return a.Interface == iface && a.Prefix.Addr() == addr })
+	if i < 0 {
+		return fmt.Errorf("vmhost: del %s from %s: RTNETLINK answers: Cannot assign requested address", addr, iface)
+	}
+	h.addrs = slices.Delete(slices.Clone(h.addrs), i, i+1)
+	return nil
+}
 
 // progIP is `ip [-o] [-4|-6] addr [show|list] [dev IFACE] [to PREFIX]`,
 // printing the host's addresses the way iproute2 does (one line each
@@ -62,12 +126,13 @@ func progIP(_ context.Context, c *Call) int {
 			return 1
 		}
 	}
-	if dev != "" && !hasInterface(c.Host.addrs, dev) {
+	addrs := c.Host.Addresses()
+	if dev != "" && !hasInterface(addrs, dev) {
 		fmt.Fprintf(c.Stderr, "Device \"%s\" does not exist.\n", dev)
 		return 1
 	}
 	lastIface := ""
-	for _, a := range c.Host.addrs {
+	for _, a := range addrs {
 		addr := a.Prefix.Addr()
 		switch {
 		case dev != "" && a.Interface != dev,

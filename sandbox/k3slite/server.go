@@ -1,0 +1,484 @@
+package k3slite
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	stdlog "log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/openctl/openctl/sandbox/kubelite"
+	"github.com/openctl/openctl/sandbox/vmhost"
+)
+
+// dbMarker is what server/db holds in the sandbox: which of the
+// Network's datastores this server's member belongs to (k3s: etcd's
+// data directory).
+type dbMarker struct {
+	Cluster string `json:"cluster"`
+	Member  uint64 `json:"member"`
+}
+
+const dbMarkerFile = "db/etcd/data/member/k3slite.json"
+
+// etcdDataExists reports whether server/db/etcd holds a member's data:
+// then k3s ignores --cluster-init and --server and restarts that member.
+func etcdDataExists(f hostFS, serverDir string) bool {
+	return f.exists(path.Join(serverDir, "db", "etcd", "data", "member"))
+}
+
+// memberName returns the member name kept in server/db/etcd/name, or
+// makes one: <node>-<8 hex>.
+func memberName(f hostFS, serverDir, node string) (string, error) {
+	p := path.Join(serverDir, "db", "etcd", "name")
+	if b, err := f.readFile(p); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	name := node + "-" + commitFor(fmt.Sprint(node, time.Now().UnixNano()))
+	return name, f.writeFile(p, []byte(name+"\n"), 0o600)
+}
+
+// pickNodeIP returns --node-ip, else the bind address, else the host's
+// first address not on lo, else 127.0.0.1.
+func pickNodeIP(h *vmhost.Host, nodeIP, bindAddress string) (net.IP, error) {
+	for _, s := range []string{nodeIP, bindAddress} {
+		if s == "" {
+			continue
+		}
+		ip := net.ParseIP(s)
+		if ip == nil {
+			return nil, fmt.Errorf("standin: %q is not an IP address", s)
+		}
+		if !ip.IsUnspecified() {
+			return ip, nil
+		}
+	}
+	if a, ok := primaryAddr(h); ok {
+		return net.IP(a.AsSlice()), nil
+	}
+	return net.IPv4(127, 0, 0, 1).To4(), nil
+}
+
+// primaryAddr is the host's first IPv4 address on an interface other
+// than lo.
+func primaryAddr(h *vmhost.Host) (netip.Addr, bool) {
+	for _, a := range h.Addresses() {
+		if a.Interface != "lo" && a.Prefix.Addr().Is4() {
+			return a.Prefix.Addr(), true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// servingSANs: localhost, the kubernetes service names and first IP, the
+// node's name and address, and every --tls-san.
+func servingSANs(cfg ServerConfig, nodeIP net.IP) ([]string, []net.IP) {
+	dns := []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", cfg.NodeName}
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, nodeIP}
+	if _, svc, err := net.ParseCIDR(cfg.ServiceCIDR); err == nil {
+		first := make(net.IP, len(svc.IP))
+		copy(first, svc.IP)
+		first[len(first)-1]++
+		ips = append(ips, first)
+	}
+	for _, san := range cfg.TLSSANs {
+		if ip := net.ParseIP(san); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			dns = append(dns, san)
+		}
+	}
+	return dns, ips
+}
+
+// runServer runs `k3s server` until ctx ends, as the stand-in's RunServer
+// does, with the Network's datastore in place of etcd and kubelite in
+// place of the kube-apiserver. It returns ctx's error after a clean
+// shutdown; any other error is fatal.
+func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg ServerConfig, log *slog.Logger) error {
+	f := hostFS{c.Host}
+	v := cfg.Version
+	log.Info(fmt.Sprintf("Starting k3s %s (%s)", v.K3s, v.short()))
+	for _, fl := range cfg.Ignored {
+		log.Warn("flag not implemented by the k3s stand-in; ignored", "flag", "--"+fl)
+	}
+	if err := checkServerToken(cfg.Token); err != nil {
+		return fmt.Errorf("starting kubernetes: preparing server: %w", err)
+	}
+	serverDir := path.Join(cfg.DataDir, "server")
+	tlsDir := path.Join(serverDir, "tls")
+	if err := f.mkdirAll(0o700, tlsDir, path.Join(serverDir, "cred"), path.Join(serverDir, "db"), path.Join(serverDir, "manifests")); err != nil {
+		return err
+	}
+	nodeIP, err := pickNodeIP(c.Host, cfg.NodeIP, cfg.BindAddress)
+	if err != nil {
+		return err
+	}
+	loopbackHost := "127.0.0.1"
+	listenHost := nodeIP.String()
+	if ip := net.ParseIP(cfg.BindAddress); ip != nil && !ip.IsUnspecified() {
+		loopbackHost = cfg.BindAddress
+		listenHost = cfg.BindAddress
+	}
+	port := strconv.Itoa(cfg.HTTPSListenPort)
+	localURL := "https://" + net.JoinHostPort(loopbackHost, port)
+
+	joining := false
+	if etcdDataExists(f, serverDir) {
+		if cfg.ClusterInit || cfg.Server != "" {
+			log.Info("Managed etcd cluster bootstrap already complete and initialized")
+		}
+	} else if cfg.Server != "" {
+		joining = true
+	}
+	var sc *supervisorClient
+	if joining {
+		sc, err = validateServer(ctx, cfg.Server, cfg.Token, "server", func(m string) { log.Warn(m) })
+		if err != nil {
+			return fmt.Errorf("starting kubernetes: preparing server: failed to validate token: %w", err)
+		}
+		files, err := sc.serverBootstrap(ctx)
+		if err != nil {
+			return fmt.Errorf("starting kubernetes: preparing server: %w", err)
+		}
+		critical, err := sc.criticalConfig(ctx)
+		if err != nil {
+			return fmt.Errorf("starting kubernetes: preparing server: %w", err)
+		}
+		if err := checkCritical(cfg.Critical, critical, cfg.AgentToken, files["cred/passwd"], func(m string) { log.Warn(m) }); err != nil {
+			return fmt.Errorf("starting kubernetes: preparing server: %w", err)
+		}
+		for name, data := range files {
+			mode := 0o600
+			if strings.HasSuffix(name, ".crt") {
+				mode = 0o644
+			}
+			if err := f.writeFile(path.Join(serverDir, name), data, osMode(mode)); err != nil {
+				return err
+			}
+		}
+		log.Info("Cluster bootstrap data written from " + cfg.Server)
+	}
+
+	serverCA, err := loadOrCreateCA(f, tlsDir, "server-ca", "k3s-server-ca")
+	if err != nil {
+		return err
+	}
+	clientCA, err := loadOrCreateCA(f, tlsDir, "client-ca", "k3s-client-ca")
+	if err != nil {
+		return err
+	}
+	if err := loadOrCreateKey(f, path.Join(tlsDir, "service.key")); err != nil {
+		return err
+	}
+	dns, ips := servingSANs(cfg, nodeIP)
+	serving, err := serverCA.loadOrIssue(f, path.Join(tlsDir, "serving-kube-apiserver.crt"), path.Join(tlsDir, "serving-kube-apiserver.key"),
+		"kube-apiserver", nil, dns, ips, x509.ExtKeyUsageServerAuth, time.Now())
+	if err != nil {
+		return err
+	}
+	admin, err := clientCA.loadOrIssue(f, path.Join(tlsDir, "client-admin.crt"), path.Join(tlsDir, "client-admin.key"),
+		"system:admin", []string{"system:masters"}, nil, nil, x509.ExtKeyUsageClientAuth, time.Now())
+	if err != nil {
+		return err
+	}
+
+	passwdPath := path.Join(serverDir, "cred", "passwd")
+	password, err := serverPassword(f, cfg.Token, passwdPath)
+	if err != nil {
+		return err
+	}
+	agentPW, err := agentPassword(f, cfg.AgentToken, passwdPath, password)
+	if err != nil {
+		return err
+	}
+	if err := writeTokens(f, serverDir, serverCA.certPEM, password, agentPW); err != nil {
+		return err
+	}
+	if err := writeKubeconfig(f, path.Join(serverDir, "cred", "admin.kubeconfig"), localURL, serverCA.certPEM, admin, "0600"); err != nil {
+		return err
+	}
+	if err := writeKubeconfig(f, cfg.KubeconfigPath, localURL, serverCA.certPEM, admin, cfg.KubeconfigMode); err != nil {
+		return err
+	}
+	log.Info("Wrote kubeconfig " + cfg.KubeconfigPath)
+	nodePW, err := nodePassword(f, cfg.NodePasswordFile)
+	if err != nil {
+		return err
+	}
+
+	// The datastore: the Network's stand-in for etcd.
+	cl, m, err := n.datastore(ctx, f, cfg, serverDir, nodeIP, joining, sc, log)
+	if err != nil {
+		return err
+	}
+	defer n.stop(m)
+	log.Info("ETCD server is now running")
+	if err := n.reconcilePasswd(f, cl, serverDir, cfg.Token, serverCA.certPEM); err != nil {
+		return fmt.Errorf("starting kubernetes: preparing server: %w", err)
+	}
+
+	// The API, behind the supervisor, on <node-ip>:<port>.
+	sup, err := newSupervisor(f, serverDir, serverCA.certPEM, clientCA, log)
+	if err != nil {
+		return err
+	}
+	sup.n, sup.cluster, sup.httpsPort, sup.critical = n, cl, port, cfg.Critical
+	clientPool := x509.NewCertPool()
+	clientPool.AddCert(clientCA.cert)
+	api := kubelite.NewHandler(cl.store, kubelite.Options{
+		ClientCAs: clientPool,
+		Token:     func(string) (string, []string, bool) { return "", nil, false },
+		Version:   v.K3s,
+	})
+	servingKey, err := serving.tlsCertificate()
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(listenHost, port))
+	if err != nil {
+		return fmt.Errorf("standin: kube-apiserver: %w", err)
+	}
+	srv := &http.Server{
+		Handler:  sup.wrap(n.quorumGuard(cl, api)),
+		ErrorLog: nil,
+		TLSConfig: &tls.Config{
+			Certificates: []tls.Certificate{servingKey},
+			ClientAuth:   tls.VerifyClientCertIfGiven,
+			ClientCAs:    clientPool,
+			MinVersion:   tls.VersionTLS12,
+		},
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	srv.ErrorLog = discardLogger()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); srv.ServeTLS(ln, "", "") }()
+	sctx, stopAll := context.WithCancel(ctx)
+	defer func() {
+		stopAll()
+		srv.Close()
+		wg.Wait()
+	}()
+	log.Info("Running kube-apiserver " + fmt.Sprint([]string{"--advertise-address=" + nodeIP.String(), "--secure-port=" + port}))
+
+	apiHost := net.JoinHostPort(listenHost, port)
+	keyPEM, err := admin.keyPEM()
+	if err != nil {
+		return err
+	}
+	restCfg := &rest.Config{Host: "https://" + apiHost, QPS: 200, Burst: 400, Timeout: 10 * time.Second,
+		TLSClientConfig: rest.TLSClientConfig{CAData: serverCA.certPEM, CertData: admin.certPEM, KeyData: keyPEM}}
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("standin: client: %w", err)
+	}
+	sup.client = client
+	if err := waitAPIReady(sctx, client, m); err != nil {
+		return err
+	}
+	log.Info("Kube API server is now running")
+	if err := ensureSystemObjects(sctx, client); err != nil {
+		return err
+	}
+	if err := checkNodePassword(sctx, client, cfg.NodeName, nodePW); err != nil {
+		return fmt.Errorf("standin: node %s: %w", cfg.NodeName, err)
+	}
+	na := &nodeAgent{client: client, log: log, spec: nodeSpec{
+		Name: cfg.NodeName, IP: nodeIP, Version: v.K3s, Labels: cfg.NodeLabels, Taints: cfg.NodeTaints, Server: true,
+	}}
+	if err := na.register(sctx); err != nil {
+		return err
+	}
+	log.Info("k3s is up and running")
+	c.NotifyReady()
+
+	wg.Add(3)
+	go func() { defer wg.Done(); na.runPods(sctx, n.opts.PodSyncInterval) }()
+	go func() { defer wg.Done(); n.watchNodes(sctx, client, cl, m, log) }()
+	go func() {
+		defer wg.Done()
+		n.watchManifests(sctx, c.Host, path.Join(serverDir, "manifests"), cfg.NodeName, nodeIP, apiHost, client, log)
+	}()
+
+	heartbeat := time.NewTicker(n.opts.HeartbeatInterval)
+	defer heartbeat.Stop()
+	syncT := time.NewTicker(n.opts.PodSyncInterval)
+	defer syncT.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("Shutting down k3s")
+			return ctx.Err()
+		case <-n.ctx.Done():
+			log.Info("Shutting down k3s")
+			return context.Canceled
+		case <-m.removed:
+			log.Error("the member has been permanently removed from the cluster")
+			return errEtcdStopped
+		case <-syncT.C:
+			sup.syncPasswd()
+		case <-heartbeat.C:
+			if err := na.heartbeat(sctx); err != nil && sctx.Err() == nil {
+				log.Warn("node heartbeat failed", "err", err)
+			}
+			if err := nodeLifecycle(sctx, client, n.opts.NodeMonitorGracePeriod); err != nil && sctx.Err() == nil {
+				log.Warn("node lifecycle failed", "err", err)
+			}
+		}
+	}
+}
+
+// datastore finds or makes this server's member: a new cluster (first
+// start without --server), the member on disk (a restart), or a learner
+// of the cluster it joins, promoted after the Network's PromoteDelay.
+func (n *Network) datastore(ctx context.Context, f hostFS, cfg ServerConfig, serverDir string, nodeIP net.IP, joining bool, sc *supervisorClient, log *slog.Logger) (*cluster, *member, error) {
+	markerPath := path.Join(serverDir, dbMarkerFile)
+	var cl *cluster
+	var m *member
+	switch {
+	case etcdDataExists(f, serverDir):
+		b, err := f.readFile(markerPath)
+		if err != nil {
+			return nil, nil, fmt.Errorf("standin: etcd: %w", err)
+		}
+		var mk dbMarker
+		if err := json.Unmarshal(b, &mk); err != nil {
+			return nil, nil, fmt.Errorf("standin: etcd: %s: %w", markerPath, err)
+		}
+		if cl, m, err = n.lookup(mk.Cluster, mk.Member); err != nil {
+			if errors.Is(err, errEtcdStopped) {
+				log.Error("the member has been permanently removed from the cluster")
+			}
+			return nil, nil, err
+		}
+		name, _ := memberName(f, serverDir, cfg.NodeName)
+		log.Info("Starting etcd", "name", name, "data-dir", path.Join(serverDir, "db", "etcd", "data"))
+	case joining:
+		members, id, err := sc.dbInfo(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("starting kubernetes: preparing server: start managed database: joining etcd cluster: %w", err)
+		}
+		if !hasVoter(members) {
+			return nil, nil, fmt.Errorf("starting kubernetes: preparing server: start managed database: joining etcd cluster: %s/db/info: no voting etcd member", sc.url)
+		}
+		if cl, _, err = n.lookup(id, 0); err != nil {
+			return nil, nil, fmt.Errorf("starting kubernetes: preparing server: start managed database: joining etcd cluster: %w", err)
+		}
+		name, err := memberName(f, serverDir, cfg.NodeName)
+		if err != nil {
+			return nil, nil, err
+		}
+		if m, err = n.addLearner(cl, name, cfg.NodeName, nodeIP.String(), log); err != nil {
+			return nil, nil, fmt.Errorf("starting kubernetes: preparing server: start managed database: joining etcd cluster: %w", err)
+		}
+		log.Info("Starting etcd", "name", name, "data-dir", path.Join(serverDir, "db", "etcd", "data"))
+	default:
+		name, err := memberName(f, serverDir, cfg.NodeName)
+		if err != nil {
+			return nil, nil, err
+		}
+		passwd, err := f.readFile(path.Join(serverDir, "cred", "passwd"))
+		if err != nil {
+			return nil, nil, fmt.Errorf("standin: passwd: %w", err)
+		}
+		if cl, m, err = n.newCluster(name, cfg.NodeName, nodeIP.String(), passwd); err != nil {
+			return nil, nil, err
+		}
+		log.Info("Starting etcd", "name", name, "data-dir", path.Join(serverDir, "db", "etcd", "data"))
+	}
+	mk, _ := json.Marshal(dbMarker{Cluster: cl.id, Member: m.id})
+	if err := f.writeFile(markerPath, mk, 0o600); err != nil {
+		return nil, nil, err
+	}
+	if err := n.start(cl, m, log); err != nil {
+		return nil, nil, err
+	}
+	if n.isLearner(m) {
+		log.Info("Waiting for the etcd learner to be promoted to a voting member")
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for n.isLearner(m) {
+			select {
+			case <-ctx.Done():
+				n.stop(m)
+				return nil, nil, ctx.Err()
+			case <-n.ctx.Done():
+				n.stop(m)
+				return nil, nil, context.Canceled
+			case <-m.removed:
+				n.stop(m)
+				return nil, nil, errEtcdStopped
+			case <-t.C:
+			}
+		}
+	}
+	return cl, m, nil
+}
+
+func hasVoter(members []dbMember) bool {
+	for _, m := range members {
+		if !m.IsLearner {
+			return true
+		}
+	}
+	return false
+}
+
+// quorumGuard fails API requests while the cluster's datastore has no
+// quorum, as an apiserver over etcd without one does.
+func (n *Network) quorumGuard(c *cluster, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !n.quorum(c) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"etcdserver: request timed out","code":500}`)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// waitAPIReady polls /readyz until it answers ok.
+func waitAPIReady(ctx context.Context, client kubernetes.Interface, m *member) error {
+	delay := 20 * time.Millisecond
+	for {
+		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err == nil && string(body) == "ok" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-m.removed:
+			return errEtcdStopped
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, time.Second)
+	}
+}
+
+func osMode(m int) os.FileMode { return os.FileMode(m) }
+
+func discardLogger() *stdlog.Logger { return stdlog.New(io.Discard, "", 0) }
+
+// tlsCertificate is kp as a crypto/tls certificate.
+func (kp *keyPair) tlsCertificate() (tls.Certificate, error) {
+	return tls.Certificate{Certificate: [][]byte{kp.cert.Raw}, PrivateKey: kp.key, Leaf: kp.cert}, nil
+}

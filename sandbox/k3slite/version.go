@@ -1,0 +1,107 @@
+package k3slite
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"runtime"
+	"strings"
+)
+
+// ProgramPath is where sandbox hosts have the k3s program: a k3s
+// "binary" is a small file whose #! line names it (see Binary).
+const ProgramPath = "/usr/lib/openctl-sandbox/k3s"
+
+// DefaultVersion is the version of a k3s binary without a version line
+// (the program run under another name, e.g. the kubectl link).
+const DefaultVersion = "v1.37.2+k3s1"
+
+// versionPrefix starts the version line of a sandbox k3s binary.
+const versionPrefix = "#openctl-k3s-sandbox "
+
+var versionRE = regexp.MustCompile(`^v(\d+)\.(\d+)\.(\d+)(?:[-+][0-9A-Za-z.+-]*)?$`)
+
+// version is what a binary reports: the k3s release tag and the short
+// commit `k3s --version` prints.
+type version struct {
+	K3s    string
+	Commit string
+}
+
+// String is the two lines `k3s --version` prints, as the stand-in does.
+func (v version) String() string {
+	return fmt.Sprintf("k3s version %s (%s)\ngo version %s\n", v.K3s, v.short(), runtime.Version())
+}
+
+func (v version) short() string {
+	if len(v.Commit) > 8 {
+		return v.Commit[:8]
+	}
+	return v.Commit
+}
+
+// commitFor derives a stable, version-specific fake commit, as the
+// stand-in does.
+func commitFor(v string) string {
+	sum := sha256.Sum256([]byte(v))
+	return hex.EncodeToString(sum[:4])
+}
+
+// Binary returns the content of a sandbox k3s binary of version (e.g.
+// "v1.37.2+k3s1"): an interpreter line naming ProgramPath and a version
+// line. Different versions give different bytes (and sha256). It panics
+// on a version that is not vMAJOR.MINOR.PATCH[+k3sN]-shaped.
+func Binary(version string) []byte { return BinaryReporting(version, version) }
+
+// BinaryReporting returns a sandbox k3s binary of release that reports
+// version reports (in `k3s --version` and as its Node's kubeletVersion):
+// a binary that fails the node agent's upgrade health gate when installed
+// as release, the way the stand-in's tests make a failing release (a
+// binary whose trailer names another version). Its bytes differ from
+// Binary(reports) and Binary(release).
+func BinaryReporting(release, reports string) []byte {
+	for _, v := range []string{release, reports} {
+		if !versionRE.MatchString(v) {
+			panic(fmt.Sprintf("k3slite: version %q is not of the form vMAJOR.MINOR.PATCH[+k3sN]", v))
+		}
+	}
+	line := versionPrefix + "version=" + reports + " commit=" + commitFor(reports)
+	if release != reports {
+		line += " release=" + release
+	}
+	return []byte("#!" + ProgramPath + "\n" + line + "\n")
+}
+
+// parseBinary reads the version line of a sandbox k3s binary; a file
+// without one is DefaultVersion.
+func parseBinary(b []byte) (version, error) {
+	v := version{K3s: DefaultVersion, Commit: commitFor(DefaultVersion)}
+	for _, line := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(line, versionPrefix)
+		if !ok {
+			continue
+		}
+		v = version{}
+		for _, f := range strings.Fields(rest) {
+			key, val, _ := strings.Cut(f, "=")
+			switch key {
+			case "version":
+				v.K3s = val
+			case "commit":
+				v.Commit = val
+			case "release":
+			default:
+				return version{}, fmt.Errorf("k3slite: version line: unknown field %q", key)
+			}
+		}
+		if !versionRE.MatchString(v.K3s) {
+			return version{}, fmt.Errorf("k3slite: version %q is not of the form vMAJOR.MINOR.PATCH[+k3sN]", v.K3s)
+		}
+		if v.Commit == "" {
+			v.Commit = commitFor(v.K3s)
+		}
+		return v, nil
+	}
+	return v, nil
+}

@@ -1,0 +1,350 @@
+package kubelite
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+)
+
+// printer is a kind's server-side printing: its columns and a row's cells,
+// as the real apiserver's printers (pkg/printers/internalversion) make them.
+type printer struct {
+	columns []metav1.TableColumnDefinition
+	cells   func(obj runtime.Object) []any
+}
+
+var (
+	nameColumn = metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]}
+	ageColumn  = metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]}
+)
+
+func column(name, desc string, priority int32) metav1.TableColumnDefinition {
+	return metav1.TableColumnDefinition{Name: name, Type: "string", Priority: priority, Description: desc}
+}
+
+var printers = map[string]printer{
+	"nodes": {[]metav1.TableColumnDefinition{nameColumn,
+		column("Status", "The status of the node", 0),
+		column("Roles", "The roles of the node", 0),
+		ageColumn,
+		column("Version", corev1.NodeSystemInfo{}.SwaggerDoc()["kubeletVersion"], 0),
+		column("Internal-IP", corev1.NodeStatus{}.SwaggerDoc()["addresses"], 1),
+		column("External-IP", corev1.NodeStatus{}.SwaggerDoc()["addresses"], 1),
+		column("OS-Image", corev1.NodeSystemInfo{}.SwaggerDoc()["osImage"], 1),
+		column("Kernel-Version", corev1.NodeSystemInfo{}.SwaggerDoc()["kernelVersion"], 1),
+		column("Container-Runtime", corev1.NodeSystemInfo{}.SwaggerDoc()["containerRuntimeVersion"], 1),
+	}, nodeCells},
+	"pods": {[]metav1.TableColumnDefinition{nameColumn,
+		column("Ready", "The aggregate readiness state of this pod for accepting traffic.", 0),
+		column("Status", "The aggregate status of the containers in this pod.", 0),
+		column("Restarts", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.", 0),
+		ageColumn,
+		column("IP", corev1.PodStatus{}.SwaggerDoc()["podIP"], 1),
+		column("Node", corev1.PodSpec{}.SwaggerDoc()["nodeName"], 1),
+		column("Nominated Node", corev1.PodStatus{}.SwaggerDoc()["nominatedNodeName"], 1),
+		column("Readiness Gates", corev1.PodSpec{}.SwaggerDoc()["readinessGates"], 1),
+	}, podCells},
+	"namespaces": {[]metav1.TableColumnDefinition{nameColumn, column("Status", "The status of the namespace", 0), ageColumn}, func(o runtime.Object) []any {
+		ns := o.(*corev1.Namespace)
+		return []any{ns.Name, string(ns.Status.Phase), age(ns.CreationTimestamp)}
+	}},
+	"leases": {[]metav1.TableColumnDefinition{nameColumn, column("Holder", coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"], 0), ageColumn}, func(o runtime.Object) []any {
+		l := o.(*coordinationv1.Lease)
+		holder := ""
+		if l.Spec.HolderIdentity != nil {
+			holder = *l.Spec.HolderIdentity
+		}
+		return []any{l.Name, holder, age(l.CreationTimestamp)}
+	}},
+	"configmaps": {[]metav1.TableColumnDefinition{nameColumn, {Name: "Data", Type: "string", Description: corev1.ConfigMap{}.SwaggerDoc()["data"]}, ageColumn}, func(o runtime.Object) []any {
+		c := o.(*corev1.ConfigMap)
+		return []any{c.Name, int64(len(c.Data) + len(c.BinaryData)), age(c.CreationTimestamp)}
+	}},
+	"secrets": {[]metav1.TableColumnDefinition{nameColumn, column("Type", corev1.Secret{}.SwaggerDoc()["type"], 0), {Name: "Data", Type: "string", Description: corev1.Secret{}.SwaggerDoc()["data"]}, ageColumn}, func(o runtime.Object) []any {
+		s := o.(*corev1.Secret)
+		return []any{s.Name, string(s.Type), int64(len(s.Data)), age(s.CreationTimestamp)}
+	}},
+	"poddisruptionbudgets": {[]metav1.TableColumnDefinition{nameColumn,
+		column("Min Available", "The minimum number of pods that must be available, either as an absolute number or a percentage.", 0),
+		column("Max Unavailable", "The maximum number of pods that may be unavailable, either as an absolute number or a percentage.", 0),
+		{Name: "Allowed Disruptions", Type: "integer", Description: "Calculated number of pods that may be disrupted at this time."},
+		ageColumn,
+	}, func(o runtime.Object) []any {
+		p := o.(*policyv1.PodDisruptionBudget)
+		minA, maxU := "N/A", "N/A"
+		if p.Spec.MinAvailable != nil {
+			minA = p.Spec.MinAvailable.String()
+		}
+		if p.Spec.MaxUnavailable != nil {
+			maxU = p.Spec.MaxUnavailable.String()
+		}
+		return []any{p.Name, minA, maxU, int64(p.Status.DisruptionsAllowed), age(p.CreationTimestamp)}
+	}},
+}
+
+// defaultPrinter prints the name and age of any object.
+var defaultPrinter = printer{[]metav1.TableColumnDefinition{nameColumn, ageColumn}, func(o runtime.Object) []any {
+	m := metaOf(o)
+	return []any{m.GetName(), age(m.GetCreationTimestamp())}
+}}
+
+// table is the metav1.Table of objs, each row with its object's metadata
+// (includeObject=Metadata, the default).
+func table(res *resource, objs []runtime.Object, noHeaders bool) *metav1.Table {
+	p, ok := printers[res.gvr.Resource]
+	if !ok || res.gvr.Group != "" && res.gvr.Resource != "leases" && res.gvr.Resource != "poddisruptionbudgets" {
+		p = defaultPrinter
+	}
+	t := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}, Rows: []metav1.TableRow{}}
+	if !noHeaders {
+		t.ColumnDefinitions = p.columns
+	}
+	for _, obj := range objs {
+		row := metav1.TableRow{Cells: p.cells(obj), Object: runtime.RawExtension{Object: partialMeta(obj)}}
+		if pod, ok := obj.(*corev1.Pod); ok {
+			switch pod.Status.Phase {
+			case corev1.PodSucceeded:
+				row.Conditions = []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(pod.Status.Phase), Message: "The pod has completed successfully."}}
+			case corev1.PodFailed:
+				row.Conditions = []metav1.TableRowCondition{{Type: metav1.RowCompleted, Status: metav1.ConditionTrue, Reason: string(pod.Status.Phase), Message: "The pod failed."}}
+			}
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+// age is translateTimestampSince of the real printers.
+func age(ts metav1.Time) string {
+	if ts.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(time.Since(ts.Time))
+}
+
+func nodeCells(o runtime.Object) []any {
+	n := o.(*corev1.Node)
+	var status []string
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			if c.Status == corev1.ConditionTrue {
+				status = append(status, string(c.Type))
+			} else {
+				status = append(status, "Not"+string(c.Type))
+			}
+			break
+		}
+	}
+	if len(status) == 0 {
+		status = append(status, "Unknown")
+	}
+	if n.Spec.Unschedulable {
+		status = append(status, "SchedulingDisabled")
+	}
+	roleSet := map[string]bool{}
+	for k, v := range n.Labels {
+		switch {
+		case strings.HasPrefix(k, "node-role.kubernetes.io/"):
+			if role := strings.TrimPrefix(k, "node-role.kubernetes.io/"); role != "" {
+				roleSet[role] = true
+			}
+		case k == "kubernetes.io/role" && v != "":
+			roleSet[v] = true
+		}
+	}
+	roles := make([]string, 0, len(roleSet))
+	for r := range roleSet {
+		roles = append(roles, r)
+	}
+	sort.Strings(roles)
+	rolesStr := strings.Join(roles, ",")
+	if rolesStr == "" {
+		rolesStr = "<none>"
+	}
+	info := n.Status.NodeInfo
+	osImage, kernel, cr := orUnknown(info.OSImage), orUnknown(info.KernelVersion), orUnknown(info.ContainerRuntimeVersion)
+	if info.Architecture != "" {
+		kernel += " (" + info.Architecture + ")"
+	}
+	return []any{n.Name, strings.Join(status, ","), rolesStr, age(n.CreationTimestamp), info.KubeletVersion,
+		nodeAddress(n, corev1.NodeInternalIP), nodeAddress(n, corev1.NodeExternalIP), osImage, kernel, cr}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "<unknown>"
+	}
+	return s
+}
+
+func nodeAddress(n *corev1.Node, t corev1.NodeAddressType) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == t {
+			return a.Address
+		}
+	}
+	return "<none>"
+}
+
+// podCells is printPod of the real printers.
+func podCells(o runtime.Object) []any {
+	pod := o.(*corev1.Pod)
+	restarts, sidecarRestarts := 0, 0
+	total, ready := len(pod.Spec.Containers), 0
+	var lastRestart, lastSidecarRestart time.Time
+	reason := string(pod.Status.Phase)
+	if pod.Status.Reason != "" {
+		reason = pod.Status.Reason
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonSchedulingGated {
+			reason = corev1.PodReasonSchedulingGated
+		}
+	}
+	inits := map[string]*corev1.Container{}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		inits[c.Name] = c
+		if isSidecar(c) {
+			total++
+		}
+	}
+	later := func(t *time.Time, s corev1.ContainerStatus) {
+		if term := s.LastTerminationState.Terminated; term != nil && t.Before(term.FinishedAt.Time) {
+			*t = term.FinishedAt.Time
+		}
+	}
+	initializing := false
+	for i, c := range pod.Status.InitContainerStatuses {
+		restarts += int(c.RestartCount)
+		later(&lastRestart, c)
+		if isSidecar(inits[c.Name]) {
+			sidecarRestarts += int(c.RestartCount)
+			later(&lastSidecarRestart, c)
+		}
+		switch {
+		case c.State.Terminated != nil && c.State.Terminated.ExitCode == 0:
+			continue
+		case isSidecar(inits[c.Name]) && c.Started != nil && *c.Started:
+			if c.Ready {
+				ready++
+			}
+			continue
+		case c.State.Terminated != nil:
+			switch {
+			case c.State.Terminated.Reason != "":
+				reason = "Init:" + c.State.Terminated.Reason
+			case c.State.Terminated.Signal != 0:
+				reason = fmt.Sprintf("Init:Signal:%d", c.State.Terminated.Signal)
+			default:
+				reason = fmt.Sprintf("Init:ExitCode:%d", c.State.Terminated.ExitCode)
+			}
+		case c.State.Waiting != nil && c.State.Waiting.Reason != "" && c.State.Waiting.Reason != "PodInitializing":
+			reason = "Init:" + c.State.Waiting.Reason
+		default:
+			reason = fmt.Sprintf("Init:%d/%d", i, len(pod.Spec.InitContainers))
+		}
+		initializing = true
+		break
+	}
+	if !initializing || conditionTrue(pod, corev1.PodInitialized) {
+		restarts, lastRestart = sidecarRestarts, lastSidecarRestart
+		hasRunning, errorReason := false, ""
+		for i := len(pod.Status.ContainerStatuses) - 1; i >= 0; i-- {
+			c := pod.Status.ContainerStatuses[i]
+			restarts += int(c.RestartCount)
+			later(&lastRestart, c)
+			switch {
+			case c.State.Waiting != nil && c.State.Waiting.Reason != "":
+				reason = c.State.Waiting.Reason
+			case c.State.Terminated != nil:
+				switch {
+				case c.State.Terminated.Reason != "":
+					reason = c.State.Terminated.Reason
+				case c.State.Terminated.Signal != 0:
+					reason = fmt.Sprintf("Signal:%d", c.State.Terminated.Signal)
+				default:
+					reason = fmt.Sprintf("ExitCode:%d", c.State.Terminated.ExitCode)
+				}
+				if c.State.Terminated.ExitCode != 0 {
+					errorReason = reason
+				}
+			case c.Ready && c.State.Running != nil:
+				hasRunning = true
+				ready++
+			}
+		}
+		if reason == "Completed" {
+			switch {
+			case hasRunning && hasCondition(pod, corev1.PodReady):
+				reason = "Running"
+			case errorReason != "":
+				reason = errorReason
+			case hasRunning:
+				reason = "NotReady"
+			}
+		}
+	}
+	if pod.DeletionTimestamp != nil && pod.Status.Reason == "NodeLost" {
+		reason = "Unknown"
+	} else if pod.DeletionTimestamp != nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+		reason = "Terminating"
+	}
+	restartsStr := strconv.Itoa(restarts)
+	if restarts != 0 && !lastRestart.IsZero() {
+		restartsStr = fmt.Sprintf("%d (%s ago)", restarts, age(metav1.NewTime(lastRestart)))
+	}
+	ip := "<none>"
+	if len(pod.Status.PodIPs) > 0 && pod.Status.PodIPs[0].IP != "" {
+		ip = pod.Status.PodIPs[0].IP
+	}
+	node, nominated, gates := pod.Spec.NodeName, pod.Status.NominatedNodeName, "<none>"
+	if node == "" {
+		node = "<none>"
+	}
+	if nominated == "" {
+		nominated = "<none>"
+	}
+	if len(pod.Spec.ReadinessGates) > 0 {
+		n := 0
+		for _, g := range pod.Spec.ReadinessGates {
+			if conditionTrue(pod, g.ConditionType) {
+				n++
+			}
+		}
+		gates = fmt.Sprintf("%d/%d", n, len(pod.Spec.ReadinessGates))
+	}
+	return []any{pod.Name, fmt.Sprintf("%d/%d", ready, total), reason, restartsStr, age(pod.CreationTimestamp), ip, node, nominated, gates}
+}
+
+func isSidecar(c *corev1.Container) bool {
+	return c != nil && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// conditionTrue reports whether the pod's first condition of type t is true.
+func conditionTrue(pod *corev1.Pod, t corev1.PodConditionType) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == t {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func hasCondition(pod *corev1.Pod, t corev1.PodConditionType) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,667 @@
+package kubelite
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"mime"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
+)
+
+// output is the representation a client asked for.
+type output int
+
+const (
+	outJSON  output = iota
+	outYAML         // application/yaml
+	outTable        // a meta.k8s.io/v1 Table
+	outMeta         // meta.k8s.io/v1 PartialObjectMetadata(List)
+)
+
+const tableContentType = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+// negotiate picks the first representation of the Accept header that is
+// served, as the real server does (protobuf and CBOR are not served).
+func negotiate(r *http.Request, verb string) (output, error) {
+	accept := r.Header.Get("Accept")
+	if accept == "" {
+		return outJSON, nil
+	}
+	for _, part := range strings.Split(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		switch mt {
+		case "application/json", "*/*", "application/*":
+			switch {
+			case params["as"] == "" && params["g"] == "":
+				return outJSON, nil
+			case params["g"] == "meta.k8s.io" && params["v"] == "v1" && params["as"] == "Table" && verb != "" && verb != "create" && verb != "update" && verb != "patch" && verb != "delete" && verb != "deletecollection":
+				return outTable, nil
+			case params["g"] == "meta.k8s.io" && params["v"] == "v1" && (params["as"] == "PartialObjectMetadata" && verb != "list" || params["as"] == "PartialObjectMetadataList" && verb != "get"):
+				return outMeta, nil
+			}
+		case "application/yaml":
+			if params["as"] == "" {
+				return outYAML, nil
+			}
+		}
+	}
+	return 0, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable,
+		Message: "only the following media types are accepted: application/json, application/yaml"}}
+}
+
+// serveResource serves one resource request.
+func (h *handler) serveResource(w http.ResponseWriter, r *http.Request, req *request) {
+	out, err := negotiate(r, req.verb)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	q := r.URL.Query()
+	dryRun := len(q["dryRun"]) > 0
+	if req.verb == "watch" || req.verb == "list" {
+		sel, err := parseSelectors(req, q.Get("labelSelector"), q.Get("fieldSelector"))
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if req.verb == "watch" {
+			h.watch(w, r, req, sel, out)
+		} else {
+			h.list(w, r, req, sel, out)
+		}
+		return
+	}
+	s := h.store
+	var (
+		obj  runtime.Object
+		code = http.StatusOK
+	)
+	switch req.verb {
+	case "get":
+		s.mu.Lock()
+		obj, err = s.get(req.res, req.namespace, req.name)
+		s.mu.Unlock()
+	case "create":
+		if req.sub == "eviction" {
+			h.evict(w, r, req, dryRun)
+			return
+		}
+		if obj, err = decodeBody(r, req.res); err == nil {
+			s.mu.Lock()
+			obj, err = s.create(req.res, req.namespace, obj, dryRun)
+			s.mu.Unlock()
+			code = http.StatusCreated
+		}
+	case "update":
+		var in runtime.Object
+		if in, err = decodeBody(r, req.res); err == nil {
+			s.mu.Lock()
+			_, missing := s.get(req.res, req.namespace, req.name)
+			obj, err = s.update(req.res, req.namespace, req.name, req.sub, dryRun, func(runtime.Object) (runtime.Object, error) { return in, nil })
+			s.mu.Unlock()
+			if missing != nil {
+				code = http.StatusCreated
+			}
+		}
+	case "patch":
+		var patch []byte
+		if patch, err = io.ReadAll(io.LimitReader(r.Body, 3<<20)); err == nil {
+			s.mu.Lock()
+			obj, err = s.update(req.res, req.namespace, req.name, req.sub, dryRun, func(cur runtime.Object) (runtime.Object, error) {
+				return applyPatch(req.res, r.Header.Get("Content-Type"), cur, patch)
+			})
+			s.mu.Unlock()
+		}
+	case "delete", "deletecollection":
+		var opts *metav1.DeleteOptions
+		if opts, err = deleteOptions(r); err != nil {
+			break
+		}
+		if req.verb == "deletecollection" {
+			h.deleteCollection(w, r, req, opts, dryRun)
+			return
+		}
+		var res deleteResult
+		s.mu.Lock()
+		res, err = s.delete(req.res, req.namespace, req.name, opts, dryRun)
+		s.mu.Unlock()
+		obj = res.obj
+		if err == nil && res.deleted && !req.res.returnObj {
+			m := metaOf(obj)
+			writeJSON(w, http.StatusOK, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
+				Details: &metav1.StatusDetails{Name: m.GetName(), Group: req.res.gvr.Group, Kind: req.res.gvr.Resource, UID: m.GetUID()}})
+			return
+		}
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeObject(w, code, req.res, obj, out)
+}
+
+// writeObject writes one object in the representation out.
+func writeObject(w http.ResponseWriter, code int, res *resource, obj runtime.Object, out output) {
+	switch out {
+	case outTable:
+		t := table(res, []runtime.Object{obj}, false)
+		t.ResourceVersion = metaOf(obj).GetResourceVersion()
+		w.Header().Set("Content-Type", tableContentType)
+		b, _ := json.Marshal(t)
+		w.WriteHeader(code)
+		_, _ = w.Write(append(b, '\n'))
+	case outMeta:
+		writeJSON(w, code, partialMeta(obj))
+	case outYAML:
+		writeYAML(w, code, typed(res, obj))
+	default:
+		writeJSON(w, code, typed(res, obj))
+	}
+}
+
+// typed returns a copy of obj with its apiVersion and kind set.
+func typed(res *resource, obj runtime.Object) runtime.Object {
+	obj = obj.DeepCopyObject()
+	gvk := res.gvk()
+	setTypeMeta(obj, &gvk)
+	return obj
+}
+
+func partialMeta(obj runtime.Object) *metav1.PartialObjectMetadata {
+	p := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"}}
+	p.ObjectMeta = *field0(obj, "ObjectMeta").Addr().Interface().(*metav1.ObjectMeta).DeepCopy()
+	return p
+}
+
+// decodeBody reads a request body holding an object of res.
+func decodeBody(r *http.Request, res *resource) (runtime.Object, error) {
+	obj := res.new()
+	if err := decodeInto(r, obj); err != nil {
+		return nil, err
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Kind != "" && gvk.Kind != res.kind || gvk.Version != "" && gvk.GroupVersion() != res.gvr.GroupVersion() {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", gvk.GroupVersion(), res.gvr.GroupVersion()))
+	}
+	setTypeMeta(obj, nil)
+	return obj, nil
+}
+
+var protobufSerializer = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+
+// decodeInto reads a request body (JSON, YAML or protobuf) into obj; an
+// empty body leaves obj as it is.
+func decodeInto(r *http.Request, obj runtime.Object) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 3<<20))
+	if err != nil {
+		return err
+	}
+	if len(body) == 0 {
+		return nil
+	}
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch ct {
+	case "", "application/json", "*/*":
+	case "application/yaml":
+		if body, err = yaml.YAMLToJSON(body); err != nil {
+			return apierrors.NewBadRequest(err.Error())
+		}
+	case runtime.ContentTypeProtobuf:
+		if _, _, err := protobufSerializer.Decode(body, nil, obj); err != nil {
+			return apierrors.NewBadRequest(err.Error())
+		}
+		return nil
+	default:
+		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+			Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf")}}
+	}
+	if err := json.Unmarshal(body, obj); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized: %v", err))
+	}
+	return nil
+}
+
+// applyPatch applies a patch of content type ct to cur.
+func applyPatch(res *resource, ct string, cur runtime.Object, patch []byte) (runtime.Object, error) {
+	curJSON, err := json.Marshal(typed(res, cur))
+	if err != nil {
+		return nil, err
+	}
+	ct, _, _ = mime.ParseMediaType(ct)
+	var out []byte
+	switch types.PatchType(ct) {
+	case types.JSONPatchType:
+		var p jsonpatch.Patch
+		if p, err = jsonpatch.DecodePatch(patch); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		if out, err = p.Apply(curJSON); err != nil {
+			return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+		}
+	case types.MergePatchType:
+		if out, err = jsonpatch.MergePatch(curJSON, patch); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+	case types.StrategicMergePatchType:
+		if out, err = strategicpatch.StrategicMergePatch(curJSON, patch, res.new()); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+	default:
+		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+			Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s", types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType)}}
+	}
+	obj := res.new()
+	if err := json.Unmarshal(out, obj); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if gvk := obj.GetObjectKind().GroupVersionKind(); gvk != res.gvk() {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", gvk.GroupVersion(), res.gvr.GroupVersion()))
+	}
+	setTypeMeta(obj, nil)
+	return obj, nil
+}
+
+// deleteOptions reads a delete's options from its body or query.
+func deleteOptions(r *http.Request) (*metav1.DeleteOptions, error) {
+	opts := &metav1.DeleteOptions{}
+	if err := decodeInto(r, opts); err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
+	if v := q.Get("gracePeriodSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		opts.GracePeriodSeconds = &n
+	}
+	if v := q.Get("propagationPolicy"); v != "" {
+		p := metav1.DeletionPropagation(v)
+		opts.PropagationPolicy = &p
+	}
+	return opts, nil
+}
+
+// selector is a list or watch's selection.
+type selector struct {
+	labels labels.Selector
+	fields fields.Selector
+}
+
+func parseSelectors(req *request, ls, fs string) (selector, error) {
+	sel := selector{labels: labels.Everything(), fields: fields.Everything()}
+	var err error
+	if ls != "" {
+		if sel.labels, err = labels.Parse(ls); err != nil {
+			return sel, apierrors.NewBadRequest(err.Error())
+		}
+	}
+	if fs != "" {
+		if sel.fields, err = fields.ParseSelector(fs); err != nil {
+			return sel, apierrors.NewBadRequest(err.Error())
+		}
+		known := fieldSet(req.res, req.res.new())
+		for _, r := range sel.fields.Requirements() {
+			if _, ok := known[r.Field]; ok {
+				continue
+			}
+			if req.res.fields != nil {
+				return sel, apierrors.NewBadRequest("field label not supported: " + r.Field)
+			}
+			return sel, apierrors.NewBadRequest(fmt.Sprintf("%q is not a known field selector: only %q, %q", r.Field, "metadata.name", "metadata.namespace"))
+		}
+	}
+	if req.name != "" {
+		sel.fields = fields.AndSelectors(sel.fields, fields.OneTermEqualSelector("metadata.name", req.name))
+	}
+	return sel, nil
+}
+
+func fieldSet(res *resource, obj runtime.Object) fields.Set {
+	m := metaOf(obj)
+	set := fields.Set{"metadata.name": m.GetName()}
+	if res.namespaced {
+		set["metadata.namespace"] = m.GetNamespace()
+	}
+	if res.fields != nil {
+		res.fields(obj, set)
+	}
+	return set
+}
+
+func (sel selector) matches(req *request, obj runtime.Object) bool {
+	m := metaOf(obj)
+	return (req.namespace == "" || m.GetNamespace() == req.namespace) &&
+		sel.labels.Matches(labels.Set(m.GetLabels())) && sel.fields.Matches(fieldSet(req.res, obj))
+}
+
+// continueToken is the real apiserver's continue token.
+type continueToken struct {
+	APIVersion      string `json:"v"`
+	ResourceVersion uint64 `json:"rv"`
+	StartKey        string `json:"start"`
+}
+
+func (h *handler) list(w http.ResponseWriter, r *http.Request, req *request, sel selector, out output) {
+	q := r.URL.Query()
+	s := h.store
+	s.mu.Lock()
+	rv := s.rv
+	all := s.list(req.res, req.namespace)
+	s.mu.Unlock()
+	if v := q.Get("resourceVersion"); v != "" && v != "0" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		switch {
+		case err != nil:
+			writeError(w, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err)))
+			return
+		case n > rv:
+			st := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", n, rv), 1)
+			st.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
+			writeError(w, st)
+			return
+		case q.Get("resourceVersionMatch") == string(metav1.ResourceVersionMatchExact) && n != rv:
+			writeError(w, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", n, rv)))
+			return
+		}
+	}
+	start := ""
+	if c := q.Get("continue"); c != "" {
+		var tok continueToken
+		b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(c, "="))
+		if err == nil {
+			err = json.Unmarshal(b, &tok)
+		}
+		if err != nil || tok.APIVersion != "meta.k8s.io/v1" {
+			writeError(w, apierrors.NewBadRequest(fmt.Sprintf("continue key is not valid: %v", err)))
+			return
+		}
+		start, rv = tok.StartKey, tok.ResourceVersion
+	}
+	limit, _ := strconv.ParseInt(q.Get("limit"), 10, 64)
+	if q.Get("resourceVersion") == "0" && q.Get("continue") == "" {
+		limit = 0 // as the watch cache, which ignores limit for resourceVersion=0
+	}
+	var items []runtime.Object
+	var lm metav1.ListMeta
+	lm.ResourceVersion = strconv.FormatUint(rv, 10)
+	for i, obj := range all {
+		m := metaOf(obj)
+		k := m.GetName()
+		if req.res.namespaced {
+			k = m.GetNamespace() + "/" + k
+		}
+		if start != "" && k < start || !sel.matches(req, obj) {
+			continue
+		}
+		if limit > 0 && int64(len(items)) == limit {
+			b, _ := json.Marshal(continueToken{"meta.k8s.io/v1", rv, k})
+			lm.Continue = base64.RawURLEncoding.EncodeToString(b)
+			rest := int64(0)
+			for _, o := range all[i:] {
+				if sel.matches(req, o) {
+					rest++
+				}
+			}
+			lm.RemainingItemCount = &rest
+			break
+		}
+		items = append(items, obj)
+	}
+	writeList(w, req.res, items, lm, out)
+}
+
+// writeList writes a list (or table) of items.
+func writeList(w http.ResponseWriter, res *resource, items []runtime.Object, lm metav1.ListMeta, out output) {
+	switch out {
+	case outTable:
+		t := table(res, items, false)
+		t.ListMeta = lm
+		w.Header().Set("Content-Type", tableContentType)
+		b, _ := json.Marshal(t)
+		_, _ = w.Write(append(b, '\n'))
+	case outMeta:
+		l := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/v1"}, ListMeta: lm, Items: []metav1.PartialObjectMetadata{}}
+		for _, obj := range items {
+			l.Items = append(l.Items, *partialMeta(obj))
+		}
+		writeJSON(w, http.StatusOK, l)
+	default:
+		if items == nil {
+			items = []runtime.Object{}
+		}
+		l := &list{TypeMeta: metav1.TypeMeta{Kind: res.kind + "List", APIVersion: res.gvr.GroupVersion().String()}, ListMeta: lm, Items: items}
+		if out == outYAML {
+			writeYAML(w, http.StatusOK, l)
+		} else {
+			writeJSON(w, http.StatusOK, l)
+		}
+	}
+}
+
+// list is the wire form of every XList.
+type list struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+	Items           []runtime.Object `json:"items"`
+}
+
+func (h *handler) deleteCollection(w http.ResponseWriter, r *http.Request, req *request, opts *metav1.DeleteOptions, dryRun bool) {
+	q := r.URL.Query()
+	sel, err := parseSelectors(req, q.Get("labelSelector"), q.Get("fieldSelector"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	s := h.store
+	s.mu.Lock()
+	var items []runtime.Object
+	for _, obj := range s.list(req.res, req.namespace) {
+		if !sel.matches(req, obj) {
+			continue
+		}
+		m := metaOf(obj)
+		o := *opts
+		if res, err := s.delete(req.res, m.GetNamespace(), m.GetName(), &o, dryRun); err == nil {
+			items = append(items, res.obj)
+		}
+	}
+	rv := s.rv
+	s.mu.Unlock()
+	writeList(w, req.res, items, metav1.ListMeta{ResourceVersion: strconv.FormatUint(rv, 10)}, outJSON)
+}
+
+// watchEvent is the wire form of a watch event.
+type watchEvent struct {
+	Type   watch.EventType `json:"type"`
+	Object any             `json:"object"`
+}
+
+// watch streams the changes of the selected objects, as the watch cache
+// does: from resourceVersion (after sending the current state when it is
+// unset or 0, or when sendInitialEvents asks), with bookmarks when allowed,
+// until timeoutSeconds or the client goes.
+func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, sel selector, out output) {
+	q := r.URL.Query()
+	s := h.store
+	bookmarks := q.Get("allowWatchBookmarks") == "true"
+	timeout := time.Duration(1800*(1+rand.Float64())) * time.Second
+	if t := q.Get("timeoutSeconds"); t != "" {
+		n, err := strconv.ParseInt(t, 10, 64)
+		if err != nil {
+			writeError(w, apierrors.NewBadRequest(err.Error()))
+			return
+		}
+		timeout = time.Duration(n) * time.Second
+	}
+	rvParam, sendInitial := q.Get("resourceVersion"), q.Get("sendInitialEvents")
+	s.mu.Lock()
+	pos := s.rv
+	var initial []runtime.Object
+	var startErr error
+	if sendInitial == "true" || sendInitial == "" && (rvParam == "" || rvParam == "0") {
+		for _, obj := range s.list(req.res, req.namespace) {
+			if sel.matches(req, obj) {
+				initial = append(initial, obj)
+			}
+		}
+	} else if rvParam != "" {
+		n, err := strconv.ParseUint(rvParam, 10, 64)
+		switch {
+		case err != nil:
+			startErr = apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
+		case n < s.oldest():
+			startErr = apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", n, s.oldest()+1))
+		default:
+			pos = n
+		}
+	}
+	s.mu.Unlock()
+	if e, ok := startErr.(*apierrors.StatusError); ok && e.ErrStatus.Code == http.StatusBadRequest {
+		writeError(w, startErr)
+		return
+	}
+
+	ct := "application/json"
+	if out == outTable {
+		ct = tableContentType
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Cache-Control", "no-cache, private")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	enc := json.NewEncoder(w)
+	headers := true
+	send := func(typ watch.EventType, obj runtime.Object) error {
+		var o any
+		switch {
+		case typ == watch.Error || typ == watch.Bookmark:
+			o = obj
+		case out == outTable:
+			t := table(req.res, []runtime.Object{obj}, !headers)
+			headers = false
+			o = t
+		case out == outMeta:
+			o = partialMeta(obj)
+		default:
+			o = typed(req.res, obj)
+		}
+		return enc.Encode(watchEvent{typ, o})
+	}
+	flush := func() {
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	bookmark := func(initialEnd bool) error {
+		if out == outTable {
+			return nil
+		}
+		obj := req.res.new()
+		gvk := req.res.gvk()
+		setTypeMeta(obj, &gvk)
+		m := metaOf(obj)
+		m.SetResourceVersion(strconv.FormatUint(pos, 10))
+		if initialEnd {
+			m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		}
+		return send(watch.Bookmark, obj)
+	}
+	if startErr != nil {
+		st := startErr.(apierrors.APIStatus).Status()
+		st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+		_ = send(watch.Error, &st)
+		return
+	}
+	for _, obj := range initial {
+		if send(watch.Added, obj) != nil {
+			return
+		}
+	}
+	if sendInitial == "true" && bookmarks {
+		if bookmark(true) != nil {
+			return
+		}
+	}
+	flush()
+
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	for {
+		s.mu.Lock()
+		changed := s.changed
+		if pos < s.oldest() {
+			s.mu.Unlock()
+			st := apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", pos, s.oldest()+1)).Status()
+			st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+			_ = send(watch.Error, &st)
+			return
+		}
+		i := sort.Search(len(s.log), func(i int) bool { return s.log[i].rv > pos })
+		events := append([]event(nil), s.log[i:]...)
+		s.mu.Unlock()
+		for _, e := range events {
+			pos = e.rv
+			if e.res != req.res {
+				continue
+			}
+			typ := e.typ
+			if typ == watch.Modified {
+				was, is := sel.matches(req, e.old), sel.matches(req, e.obj)
+				switch {
+				case !was && !is:
+					continue
+				case !was:
+					typ = watch.Added
+				case !is:
+					typ = watch.Deleted
+				}
+			} else if !sel.matches(req, e.obj) {
+				continue
+			}
+			if send(typ, e.obj) != nil {
+				return
+			}
+		}
+		flush()
+		select {
+		case <-changed:
+		case <-tick.C:
+			if bookmarks {
+				if bookmark(false) != nil {
+					return
+				}
+				flush()
+			}
+		case <-deadline.C:
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}

@@ -1,0 +1,519 @@
+package kubelite
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// maxEvents is how many past changes a Store keeps for watches resuming
+// from a resourceVersion; older ones answer 410 Gone, as after a compaction.
+const maxEvents = 10000
+
+// Store is one cluster's datastore (what etcd holds for k3s), shared by
+// every server of the cluster. It is safe for concurrent use.
+//
+// Stored objects are never modified in place: every write stores a new
+// object, so readers may keep what they got under the lock.
+type Store struct {
+	mu      sync.Mutex
+	rv      uint64                                  // the cluster-wide resourceVersion: last write
+	objects map[*resource]map[string]runtime.Object // by namespace/name
+	log     []event                                 // the last maxEvents writes, oldest first
+	changed chan struct{}                           // closed and replaced on every write
+}
+
+// event is one write, as watches report it.
+type event struct {
+	rv       uint64
+	res      *resource
+	typ      watch.EventType
+	obj, old runtime.Object // old: the previous state (nil when ADDED)
+}
+
+// NewStore returns a store holding the namespaces every cluster starts
+// with: default, kube-system, kube-public and kube-node-lease.
+func NewStore() *Store {
+	s := &Store{objects: map[*resource]map[string]runtime.Object{}, changed: make(chan struct{})}
+	for _, ns := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+		if _, err := s.create(byGVR[core("namespaces")], "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, false); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}
+
+// resourceOf returns the served resource of a typed object.
+func resourceOf(obj runtime.Object) (*resource, error) {
+	t := reflect.TypeOf(obj)
+	if t == nil || t.Kind() != reflect.Pointer || byType[t.Elem()] == nil {
+		return nil, fmt.Errorf("kubelite: %T is not a served kind", obj)
+	}
+	return byType[t.Elem()], nil
+}
+
+// Get reads the object namespace/name (namespace "" for cluster-scoped
+// kinds) into obj, a pointer to a served k8s.io/api type such as
+// *corev1.Node. A missing object is a NotFound error (apierrors.IsNotFound).
+func (s *Store) Get(namespace, name string, obj runtime.Object) error {
+	res, err := resourceOf(obj)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	cur, err := s.get(res, namespace, name)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(cur.DeepCopyObject()).Elem())
+	return nil
+}
+
+// Put creates obj, or replaces the stored object of its namespace and name
+// whatever its resourceVersion (status included), as the API's create and
+// update would. obj is updated to what was stored (uid, resourceVersion…).
+func (s *Store) Put(obj runtime.Object) error {
+	res, err := resourceOf(obj)
+	if err != nil {
+		return err
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	in := obj.DeepCopyObject()
+	s.mu.Lock()
+	var out runtime.Object
+	if _, err = s.get(res, m.GetNamespace(), m.GetName()); apierrors.IsNotFound(err) {
+		out, err = s.create(res, m.GetNamespace(), in, false)
+		if err == nil && res.status && !res.keepStatus {
+			out, err = s.update(res, m.GetNamespace(), m.GetName(), "status", false, replaceWith(in, false))
+		}
+	} else if err == nil {
+		out, err = s.update(res, m.GetNamespace(), m.GetName(), "", false, replaceWith(in, false))
+		if err == nil && res.status {
+			out, err = s.update(res, m.GetNamespace(), m.GetName(), "status", false, replaceWith(in, false))
+		}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(out.DeepCopyObject()).Elem())
+	return nil
+}
+
+// Delete deletes the object namespace/name of obj's kind at once, whatever
+// its finalizers or grace period (as a datastore edit would).
+func (s *Store) Delete(namespace, name string, obj runtime.Object) error {
+	res, err := resourceOf(obj)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, err := s.get(res, namespace, name)
+	if err != nil {
+		return err
+	}
+	s.remove(res, cur)
+	return nil
+}
+
+// replaceWith is an update function answering a copy of obj; with
+// keepRV the object's own resourceVersion is a precondition, otherwise the
+// update is unconditional.
+func replaceWith(obj runtime.Object, keepRV bool) func(runtime.Object) (runtime.Object, error) {
+	return func(cur runtime.Object) (runtime.Object, error) {
+		out := obj.DeepCopyObject()
+		if !keepRV {
+			m, _ := meta.Accessor(out)
+			m.SetResourceVersion("")
+		}
+		return out, nil
+	}
+}
+
+func key(namespace, name string) string { return namespace + "/" + name }
+
+func now() metav1.Time { return metav1.NewTime(time.Now().Truncate(time.Second)) }
+
+// get returns the stored object (not a copy: do not modify it).
+func (s *Store) get(res *resource, namespace, name string) (runtime.Object, error) {
+	if !res.namespaced {
+		namespace = ""
+	}
+	if obj, ok := s.objects[res][key(namespace, name)]; ok {
+		return obj, nil
+	}
+	return nil, apierrors.NewNotFound(res.gr(), name)
+}
+
+// list returns the stored objects of res in namespace ("": all), sorted
+// by namespace and name, as etcd returns them.
+func (s *Store) list(res *resource, namespace string) []runtime.Object {
+	keys := make([]string, 0, len(s.objects[res]))
+	for k, obj := range s.objects[res] {
+		if namespace == "" || metaOf(obj).GetNamespace() == namespace {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	out := make([]runtime.Object, len(keys))
+	for i, k := range keys {
+		out[i] = s.objects[res][k]
+	}
+	return out
+}
+
+func metaOf(obj runtime.Object) metav1.Object {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// commit stores obj (nil: removes old) at the next resourceVersion and
+// tells watches.
+func (s *Store) commit(res *resource, typ watch.EventType, obj, old runtime.Object) {
+	s.rv++
+	rv := strconv.FormatUint(s.rv, 10)
+	if s.objects[res] == nil {
+		s.objects[res] = map[string]runtime.Object{}
+	}
+	if typ == watch.Deleted {
+		m := metaOf(old)
+		delete(s.objects[res], key(m.GetNamespace(), m.GetName()))
+		obj = old.DeepCopyObject()
+	} else {
+		m := metaOf(obj)
+		s.objects[res][key(m.GetNamespace(), m.GetName())] = obj
+	}
+	metaOf(obj).SetResourceVersion(rv)
+	if len(s.log) == maxEvents {
+		s.log = append(s.log[:0:0], s.log[maxEvents/10:]...)
+	}
+	s.log = append(s.log, event{rv: s.rv, res: res, typ: typ, obj: obj, old: old})
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// oldest is the lowest resourceVersion a watch can start from.
+func (s *Store) oldest() uint64 {
+	if len(s.log) == 0 || s.log[0].rv == 1 {
+		return 0
+	}
+	return s.log[0].rv - 1
+}
+
+// create stores a new object of res in namespace as the create verb does.
+func (s *Store) create(res *resource, namespace string, obj runtime.Object, dryRun bool) (runtime.Object, error) {
+	m := metaOf(obj)
+	if err := s.checkNamespace(res, namespace, m); err != nil {
+		return nil, err
+	}
+	if m.GetName() == "" && m.GetGenerateName() != "" {
+		m.SetName(m.GetGenerateName() + utilrand.String(5))
+	}
+	if err := validateName(res, m); err != nil {
+		return nil, err
+	}
+	if _, err := s.get(res, m.GetNamespace(), m.GetName()); err == nil {
+		return nil, apierrors.NewAlreadyExists(res.gr(), m.GetName())
+	}
+	if res.namespaced {
+		if nsObj, err := s.get(byGVR[core("namespaces")], "", m.GetNamespace()); err != nil {
+			return nil, err
+		} else if metaOf(nsObj).GetDeletionTimestamp() != nil {
+			return nil, apierrors.NewForbidden(res.gr(), m.GetName(), fmt.Errorf("unable to create new content in namespace %s because it is being terminated", m.GetNamespace()))
+		}
+	}
+	m.SetUID(uuid.NewUUID())
+	m.SetCreationTimestamp(now())
+	m.SetDeletionTimestamp(nil)
+	m.SetDeletionGracePeriodSeconds(nil)
+	m.SetResourceVersion("")
+	if res.generation {
+		m.SetGeneration(1)
+	}
+	if res.status && !res.keepStatus {
+		if st := field0(obj, "Status"); st.IsValid() {
+			st.SetZero()
+		}
+	}
+	setDefaults(obj)
+	if !dryRun {
+		s.commit(res, watch.Added, obj, nil)
+	}
+	return obj, nil
+}
+
+// checkNamespace sets the object's namespace from the request's, or
+// rejects a mismatch as the real apiserver does.
+func (s *Store) checkNamespace(res *resource, namespace string, m metav1.Object) error {
+	if !res.namespaced {
+		m.SetNamespace("")
+		return nil
+	}
+	if m.GetNamespace() == "" {
+		m.SetNamespace(namespace)
+	} else if namespace != "" && m.GetNamespace() != namespace {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
+}
+
+func validateName(res *resource, m metav1.Object) error {
+	var errs field.ErrorList
+	path := field.NewPath("metadata", "name")
+	if m.GetName() == "" {
+		errs = append(errs, field.Required(path, "name or generateName is required"))
+	}
+	for _, msg := range res.nameFn(m.GetName(), false) {
+		if m.GetName() != "" {
+			errs = append(errs, field.Invalid(path, m.GetName(), msg))
+		}
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(res.gk(), m.GetName(), errs)
+	}
+	return nil
+}
+
+// field0 returns the struct field name of obj, or the zero Value.
+func field0(obj runtime.Object, name string) reflect.Value {
+	return reflect.ValueOf(obj).Elem().FieldByName(name)
+}
+
+// update changes the object namespace/name of res to what fn answers from
+// a copy of the stored one, as the update verb does (or the status
+// subresource's when sub is "status"): fn's resourceVersion, if any, is a
+// precondition; the server owns uid, creationTimestamp, generation and the
+// deletion fields; an update that changes nothing writes nothing.
+func (s *Store) update(res *resource, namespace, name, sub string, dryRun bool, fn func(cur runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
+	cur, err := s.get(res, namespace, name)
+	if err != nil {
+		if !apierrors.IsNotFound(err) || !res.upsert || sub != "" {
+			return nil, err
+		}
+		obj, err := fn(nil)
+		if err != nil {
+			return nil, err
+		}
+		return s.create(res, namespace, obj, dryRun)
+	}
+	obj, err := fn(cur.DeepCopyObject())
+	if err != nil {
+		return nil, err
+	}
+	m, old := metaOf(obj), metaOf(cur)
+	if res.namespaced && m.GetNamespace() == "" {
+		m.SetNamespace(namespace)
+	}
+	if m.GetName() != name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), name))
+	}
+	if err := s.checkNamespace(res, old.GetNamespace(), m); err != nil {
+		return nil, err
+	}
+	if rv := m.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
+		return nil, conflict(res, name)
+	}
+	if uid := m.GetUID(); uid != "" && uid != old.GetUID() {
+		return nil, apierrors.NewConflict(res.gr(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, old.GetUID()))
+	}
+	m.SetUID(old.GetUID())
+	m.SetCreationTimestamp(old.GetCreationTimestamp())
+	m.SetDeletionTimestamp(old.GetDeletionTimestamp())
+	m.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
+	m.SetGeneration(old.GetGeneration())
+	m.SetResourceVersion(old.GetResourceVersion())
+	if old.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) > len(old.GetFinalizers()) {
+		return nil, apierrors.NewInvalid(res.gk(), name, field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"), "no new finalizers can be added if the object is being deleted")})
+	}
+	switch {
+	case sub == "status":
+		// Only the status (and metadata, but ownerReferences) changes.
+		for i := 0; i < reflect.ValueOf(obj).Elem().NumField(); i++ {
+			f := reflect.ValueOf(obj).Elem().Type().Field(i).Name
+			if f != "Status" && f != "ObjectMeta" && f != "TypeMeta" {
+				field0(obj, f).Set(field0(cur, f))
+			}
+		}
+		m.SetOwnerReferences(old.GetOwnerReferences())
+	case res.status:
+		field0(obj, "Status").Set(field0(cur, "Status"))
+	}
+	if res.generation && !apiequality.Semantic.DeepEqual(field0(obj, "Spec").Interface(), field0(cur, "Spec").Interface()) {
+		m.SetGeneration(old.GetGeneration() + 1)
+	}
+	setTypeMeta(obj, nil)
+	if apiequality.Semantic.DeepEqual(obj, cur) {
+		return cur, nil
+	}
+	if dryRun {
+		return obj, nil
+	}
+	if m.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) == 0 && (m.GetDeletionGracePeriodSeconds() == nil || *m.GetDeletionGracePeriodSeconds() == 0) {
+		s.commit(res, watch.Deleted, nil, obj)
+		return obj, nil
+	}
+	s.commit(res, watch.Modified, obj, cur)
+	return obj, nil
+}
+
+func conflict(res *resource, name string) error {
+	return apierrors.NewConflict(res.gr(), name, errors.New(registryConflictMessage))
+}
+
+const registryConflictMessage = "the object has been modified; please apply your changes to the latest version and try again"
+
+// remove deletes cur at once.
+func (s *Store) remove(res *resource, cur runtime.Object) {
+	s.commit(res, watch.Deleted, nil, cur)
+	if res.gvr == core("namespaces") {
+		// The namespace controller's work: what the namespace held goes too.
+		ns := metaOf(cur).GetName()
+		for _, r := range resources {
+			if r.namespaced {
+				for _, obj := range s.list(r, ns) {
+					s.commit(r, watch.Deleted, nil, obj)
+				}
+			}
+		}
+	}
+}
+
+// deleteResult is what a delete did: the object (as deleted, or as now
+// stored when its deletion waits for finalizers or a grace period).
+type deleteResult struct {
+	obj     runtime.Object
+	deleted bool
+}
+
+// delete deletes namespace/name as the delete verb does: preconditions,
+// graceful deletion of pods, finalizers.
+func (s *Store) delete(res *resource, namespace, name string, opts *metav1.DeleteOptions, dryRun bool) (deleteResult, error) {
+	cur, err := s.get(res, namespace, name)
+	if err != nil {
+		return deleteResult{}, err
+	}
+	old := metaOf(cur)
+	if p := opts.Preconditions; p != nil {
+		if p.UID != nil && *p.UID != old.GetUID() {
+			return deleteResult{}, apierrors.NewConflict(kindResource(res), name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, old.GetUID()))
+		}
+		if p.ResourceVersion != nil && *p.ResourceVersion != old.GetResourceVersion() {
+			return deleteResult{}, apierrors.NewConflict(kindResource(res), name, fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, old.GetResourceVersion()))
+		}
+	}
+	if res.gvr == core("namespaces") {
+		switch name {
+		case "default", "kube-system", "kube-public":
+			return deleteResult{}, apierrors.NewForbidden(res.gr(), name, errors.New("this namespace may not be deleted"))
+		}
+	}
+	grace := opts.GracePeriodSeconds
+	if grace != nil && *grace < 0 {
+		grace = ptr(int64(1))
+	}
+	obj := cur.DeepCopyObject()
+	m := metaOf(obj)
+	graceful := false
+	if res.graceful {
+		if old.GetDeletionTimestamp() != nil {
+			// Already terminating: a shorter grace period shortens it.
+			if dg := old.GetDeletionGracePeriodSeconds(); dg != nil && *dg != 0 {
+				if grace == nil || *grace >= *dg {
+					return deleteResult{obj: cur}, nil
+				}
+				ts := metav1.NewTime(old.GetDeletionTimestamp().Add(time.Duration(*grace-*dg) * time.Second))
+				period := *grace
+				if n := metav1.Now(); ts.Before(&n) {
+					ts = n
+					if period != 0 {
+						period = 1
+					}
+				}
+				m.SetDeletionTimestamp(&ts)
+				m.SetDeletionGracePeriodSeconds(&period)
+				graceful = true
+			}
+		} else {
+			pod := cur.(*corev1.Pod)
+			period := int64(0)
+			if grace != nil {
+				period = *grace
+			} else if pod.Spec.TerminationGracePeriodSeconds != nil {
+				period = *pod.Spec.TerminationGracePeriodSeconds
+			}
+			if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+				period = 0
+			}
+			if period < 0 {
+				period = 1
+			}
+			ts := metav1.NewTime(time.Now().Add(time.Duration(period) * time.Second))
+			m.SetDeletionTimestamp(&ts)
+			m.SetDeletionGracePeriodSeconds(&period)
+			if m.GetGeneration() > 0 {
+				m.SetGeneration(m.GetGeneration() + 1)
+			}
+			graceful = true
+		}
+	}
+	pendingGrace := graceful && *m.GetDeletionGracePeriodSeconds() > 0
+	if len(old.GetFinalizers()) > 0 || pendingGrace {
+		if !graceful {
+			if old.GetDeletionTimestamp() != nil {
+				return deleteResult{obj: cur}, nil
+			}
+			ts := now()
+			m.SetDeletionTimestamp(&ts)
+			m.SetDeletionGracePeriodSeconds(ptr(int64(0)))
+		}
+		if !dryRun {
+			s.commit(res, watch.Modified, obj, cur)
+		}
+		return deleteResult{obj: obj}, nil
+	}
+	if !dryRun {
+		s.remove(res, cur)
+	}
+	return deleteResult{obj: s.lastDeleted(res, cur), deleted: true}, nil
+}
+
+// lastDeleted is the object as its DELETED event reports it.
+func (s *Store) lastDeleted(res *resource, cur runtime.Object) runtime.Object {
+	for i := len(s.log) - 1; i >= 0; i-- {
+		if e := s.log[i]; e.res == res && e.typ == watch.Deleted && e.old == cur {
+			return e.obj
+		}
+	}
+	return cur
+}
+
+// kindResource is how preconditions name the object: group and Kind.
+func kindResource(res *resource) schema.GroupResource {
+	return schema.GroupResource{Group: res.gvr.Group, Resource: res.kind}
+}
+
+func ptr[T any](v T) *T { return &v }
