@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -54,8 +55,12 @@ func (w *World) writeAgentBinaries() error {
 // journalctl.
 func (w *World) agentProgram(addr netip.Addr) vmhost.Program {
 	return func(ctx context.Context, c *vmhost.Call) int {
-		if len(c.Args) < 2 {
-			return c.Errorf(2, "want the agent binary as the first argument")
+		// Run through a binary's interpreter line: the program, the
+		// binary, its arguments; run by name (the program is registered
+		// under the binary's base name too): the binary, its arguments.
+		args := c.Args[1:]
+		if path.Clean(c.Args[0]) == AgentProgramPath && len(args) > 0 {
+			args = args[1:]
 		}
 		cmd := node.Command{
 			Version: agentVersion(),
@@ -77,7 +82,7 @@ func (w *World) agentProgram(addr netip.Addr) vmhost.Program {
 			},
 			Reload: c.Reloads(),
 		}
-		return cmd.Run(ctx, c.Args[2:])
+		return cmd.Run(ctx, args)
 	}
 }
 

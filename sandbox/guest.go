@@ -151,3 +151,16 @@ func writeHostKey(h *vmhost.Host, key ssh.Signer) error {
 	}
 	return nil
 }
+
+// Host returns the running host of the VM named name (its guest's
+// hostname), to inspect or run commands on as a console would.
+func (w *World) Host(name string) (*vmhost.Host, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, g := range w.guests {
+		if g.host.Hostname() == name {
+			return g.host, true
+		}
+	}
+	return nil, false
+}

@@ -82,3 +82,10 @@ func (s *Shared) K3sHosts(_ context.Context, opts registry.SandboxOptions) (*k3s
 	h.Close = s.release
 	return h, nil
 }
+
+// World returns the running world; nil when none runs.
+func (s *Shared) World() *World {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.world
+}

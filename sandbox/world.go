@@ -23,7 +23,6 @@ import (
 	"github.com/openctl/openctl/k3s"
 	"github.com/openctl/openctl/proxmox/proxmoxtest"
 	"github.com/openctl/openctl/sandbox/k3slite"
-	"github.com/openctl/openctl/sandbox/vmhost"
 )
 
 // DefaultSSHPort is the port the world's hosts answer SSH on.

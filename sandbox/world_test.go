@@ -1,7 +1,10 @@
 package sandbox_test
 
 import (
+	"context"
+	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,23 +26,42 @@ import (
 
 // openSandbox opens the Proxmox and K3s providers on one shared world, as
 // the CLI's --sandbox does, and returns an engine over them.
-func openSandbox(t *testing.T) *openctl.Engine {
+func openSandbox(t *testing.T) (*openctl.Engine, *sandbox.World) {
 	t.Helper()
 	ctx := t.Context()
-	box := sandbox.NewShared(sandbox.Options{})
+	box := sandbox.NewShared(sandbox.Options{Logger: testLogger(t)})
 	reg := &registry.Registry{}
 	for _, d := range []registry.Driver{proxmox.Driver{SandboxGuests: box.ProxmoxGuests}, k3s.Driver{SandboxHosts: box.K3sHosts}} {
 		sb, err := d.(registry.Sandboxer).Sandbox(ctx, registry.SandboxOptions{})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = sb.Close() })
-		p, err := d.Open(ctx, sb.Config, registry.OpenOptions{Registry: reg})
+		p, err := d.Open(ctx, sb.Config, registry.OpenOptions{Registry: reg, Logger: testLogger(t)})
 		require.NoError(t, err)
 		require.NoError(t, reg.Register(p))
 	}
 	t.Cleanup(func() { _ = reg.Close() })
 	e, err := openctl.New(openctl.WithRegistry(reg), openctl.WithStore(state.NewMemory()))
 	require.NoError(t, err)
-	return e
+	w := box.World()
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpJournals(t, w)
+		}
+	})
+	return e, w
+}
+
+// dumpJournals logs the journal of every VM's host.
+func dumpJournals(t *testing.T, w *sandbox.World) {
+	for _, name := range []string{"dev-cp-0", "dev-cp-1", "dev-cp-2", "dev-worker-0", "dev-worker-1"} {
+		h, ok := w.Host(name)
+		if !ok {
+			continue
+		}
+		var out strings.Builder
+		_, _ = h.Run(context.Background(), "journalctl --no-pager -n 200", nil, &out, &out, nil, "root")
+		t.Logf("%s's journal:\n%s", name, out.String())
+	}
 }
 
 // TestK3sOnSandbox applies examples/k3s-proxmox.yaml in a sandbox: five
@@ -48,8 +70,9 @@ func openSandbox(t *testing.T) *openctl.Engine {
 // sandbox's network. The kubeconfig the provider wrote works with
 // client-go; a re-apply changes nothing; a delete removes everything.
 func TestK3sOnSandbox(t *testing.T) {
-	ctx := t.Context()
-	e := openSandbox(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
+	defer cancel()
+	e, _ := openSandbox(t)
 	rs, err := manifest.Load(ctx, []string{"../examples/k3s-proxmox.yaml"}, manifest.LoadOptions{})
 	require.NoError(t, err)
 	require.Len(t, rs, 1)
@@ -98,3 +121,12 @@ func TestK3sOnSandbox(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 11, rep.Count(openctl.OutcomeDeleted))
 }
+
+// testLogger logs to the test's log.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimRight(string(p), "\n")); return len(p), nil }
