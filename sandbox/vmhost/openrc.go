@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -226,12 +226,11 @@ func (s *rcScript) config(ctx context.Context) (*svcConfig, error) {
 			cfg.stopTO = time.Duration(n) * time.Second
 		}
 	}
-	s.r.Env.Each(func(name string, vr expand.Variable) bool {
-		if vr.Exported && vr.IsSet() && name != "PATH" {
+	for _, name := range slices.Sorted(maps.Keys(s.r.Vars)) {
+		if vr := s.r.Vars[name]; vr.Exported && vr.IsSet() && name != "PATH" {
 			cfg.fixedEnv = append(cfg.fixedEnv, name+"="+vr.String())
 		}
-		return true
-	})
+	}
 	return cfg, nil
 }
 
