@@ -331,7 +331,9 @@ func TestAgentService(t *testing.T) {
 				_, out, _ := runOn(t, h, "journalctl -u openctl-agent --no-pager -o cat")
 				return out
 			}
-			waitFor(t, "the agent's log", func() bool { return strings.Contains(logs(), "openctl-agent listening on --listen :9443 --ca /etc/openctl-agent/ca.pem") })
+			waitFor(t, "the agent's log", func() bool {
+				return strings.Contains(logs(), "openctl-agent listening on --listen :9443 --ca /etc/openctl-agent/ca.pem")
+			})
 
 			reload, err := agent.ReloadCommand(init)
 			require.NoError(t, err)
@@ -379,6 +381,5 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
-
 
 func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }

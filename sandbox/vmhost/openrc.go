@@ -392,6 +392,11 @@ func (m *manager) rcAction(ctx context.Context, c *Call, name, file, action stri
 		case <-ctx.Done():
 			return 143
 		}
+		m.mu.Lock()
+		if sv.state == stFailed && sv.main == nil {
+			m.setState(sv, stInactive, "dead") // a crashed service is stopped now
+		}
+		m.mu.Unlock()
 		if !s.has("stop") {
 			s.run(ctx, "eend 0")
 		}

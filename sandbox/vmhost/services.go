@@ -247,6 +247,9 @@ func (m *manager) launch(sv *service) {
 		m.logf(sv, "%s: Failed with result 'start-limit-hit'.", sv.name)
 		sv.result = "start-limit-hit"
 		m.setState(sv, stFailed, "failed")
+		if sv.job == nil {
+			m.logf(sv, "Failed to start %s.", label(sv))
+		}
 		m.finishJob(sv, "start-limit-hit")
 		return
 	}
@@ -909,6 +912,14 @@ func isName(s string) bool {
 // cancelled); 0 checks that it exists; other signals are accepted and
 // have no effect.
 func progKill(_ context.Context, c *Call) int {
+	builtin := c.Args[0] == cmdKill
+	fail := func(status int, format string, args ...any) int {
+		if builtin {
+			return c.shellErr(status, "kill: "+format, args...)
+		}
+		fmt.Fprintf(c.Stderr, "kill: "+format+"\n", args...)
+		return status
+	}
 	sig := "TERM"
 	args := c.Args[1:]
 	parseSig := func(s string) (string, bool) {
@@ -936,25 +947,24 @@ func progKill(_ context.Context, c *Call) int {
 		v := a[1:]
 		if a == "-s" || a == "-n" {
 			if len(args) == 0 {
-				return c.Errorf(2, "option requires an argument -- '%c'", a[1])
+				return fail(2, "option requires an argument -- '%c'", a[1])
 			}
 			v, args = args[0], args[1:]
 		}
 		s, ok := parseSig(v)
 		if !ok {
-			return c.Errorf(1, "unknown signal name: %s", v)
+			return fail(1, "invalid signal number or name: %s", v)
 		}
 		sig = s
 	}
 	if len(args) == 0 {
-		fmt.Fprintln(c.Stderr, "kill: not enough arguments")
-		return 2
+		return fail(2, "not enough arguments")
 	}
 	status := 0
 	for _, a := range args {
 		pid, err := strconv.Atoi(a)
 		if err != nil {
-			status = c.Errorf(1, "failed to parse argument: '%s'", a)
+			status = fail(1, "failed to parse argument: '%s'", a)
 			continue
 		}
 		var p *proc
@@ -962,7 +972,11 @@ func progKill(_ context.Context, c *Call) int {
 			p = m.procByPID(pid)
 		}
 		if p == nil {
-			status = c.Errorf(1, "(%d): No such process", pid)
+			if builtin {
+				status = fail(1, "No such process")
+			} else {
+				status = fail(1, "(%d): No such process", pid)
+			}
 			continue
 		}
 		switch sig {

@@ -262,7 +262,7 @@ func (m *manager) daemonReload() {
 		switch {
 		case err == nil:
 			sv.cfg = cfg
-		case sv.main == nil && sv.control == nil && sv.state != stFailed:
+		case sv.main == nil && sv.control == nil && sv.state == stInactive && sv.pending == nil:
 			delete(m.svcs, name)
 		}
 	}
@@ -759,7 +759,7 @@ func (m *manager) statusCmd(c *Call, names []string) int {
 		fmt.Fprintf(c.Stdout, "     Loaded: loaded (%s; %s; preset: enabled)\n", cfg.path, enabled)
 		active := fmt.Sprintf("%s (%s)", st, sub)
 		if st == stFailed {
-			active += fmt.Sprintf(" (Result: %s)", result)
+			active = fmt.Sprintf("%s (Result: %s)", st, result)
 		}
 		if !since.IsZero() {
 			active += " since " + since.UTC().Format("Mon 2006-01-02 15:04:05 MST") + "; " + ago(time.Since(since)) + " ago"
@@ -769,7 +769,7 @@ func (m *manager) statusCmd(c *Call, names []string) int {
 		case running:
 			fmt.Fprintf(c.Stdout, "   Main PID: %d (%s)\n", mainPID, ident(cfg.start[0].argv[0]))
 		case mainPID != 0 && code != "":
-			fmt.Fprintf(c.Stdout, "   Main PID: %d (code=%s, status=%s)\n", mainPID, code, statusWord(code, exit))
+			fmt.Fprintf(c.Stdout, "   Main PID: %d (code=%s, %s)\n", mainPID, code, statusWord(code, exit))
 		}
 		es, _, _ := m.journal.since(0, func(e entry) bool { return e.unit == name })
 		if len(es) > 10 {
@@ -788,17 +788,18 @@ func (m *manager) statusCmd(c *Call, names []string) int {
 	return status
 }
 
-// statusWord is the status= of a main process that ended.
+// statusWord is what systemctl status says of a main process that
+// ended: "status=1/FAILURE", "signal=TERM".
 func statusWord(code string, status int) string {
-	p := &proc{}
 	if code == "killed" {
 		for name, n := range signalNumbers {
 			if n == status {
-				p.signal = name
+				return "signal=" + name
 			}
 		}
+		return "signal=" + strconv.Itoa(status)
 	}
-	return exitText(p, status)
+	return "status=" + exitText(&proc{}, status)
 }
 
 // ago formats a duration as systemctl status does: "5s", "1min 3s",
