@@ -40,11 +40,15 @@ type Options struct {
 	// Arch is uname -m (default x86_64).
 	Arch string
 	// Init is InitSystemd, InitOpenRC or "" (neither): what a probe finds
-	// in /run/systemd/system or /sbin/openrc-run.
+	// in /run/systemd/system or /sbin/openrc-run, and the init system's
+	// programs and service manager (see the package documentation):
+	// systemctl and journalctl in /usr/bin, or openrc-run, rc-service,
+	// rc-update and supervise-daemon in /sbin.
 	Init string
 	// Addresses are listed by `ip -o addr show`, after lo's 127.0.0.1/8.
 	Addresses []Address
-	// Programs are run in addition to (or instead of) the built-in ones.
+	// Programs are run in addition to (or instead of) the built-in ones
+	// and the init system's.
 	// A key that is a path ("/usr/bin/systemctl") registers the program
 	// under its base name and puts a marker file at that path; a bare
 	// name ("k3s") only registers it: it runs once a file of that name

@@ -105,6 +105,22 @@ func TestSystemctlUnknownUnits(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, sh(t, h, tc.cmd), tc.cmd)
 	}
+	// Not as another user: polkit has no one to ask.
+	for _, tc := range []struct {
+		cmd  string
+		want cmdResult
+	}{
+		{"systemctl start a", cmdResult{1, "", "Failed to start a.service: Interactive authentication required.\n"}},
+		{"systemctl daemon-reload", cmdResult{1, "", "Failed to reload daemon: Interactive authentication required.\n"}},
+		{"systemctl is-active a", cmdResult{3, "inactive\n", ""}},
+		{"sudo -n systemctl start a", cmdResult{5, "", "Failed to start a.service: Unit a.service not found.\n"}},
+		{"/bin/kill -HUP 4242", cmdResult{1, "", "kill: (4242): No such process\n"}},
+	} {
+		var out, errOut strings.Builder
+		st, err := h.Run(t.Context(), tc.cmd, nil, &out, &errOut, nil, "debian")
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, cmdResult{st, out.String(), errOut.String()}, tc.cmd)
+	}
 }
 
 // TestSystemdService: a Type=notify unit's start waits for the program's

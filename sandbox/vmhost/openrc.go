@@ -492,6 +492,10 @@ func progRcService(ctx context.Context, c *Call) int {
 		fmt.Fprintf(c.Stderr, " * rc-service: service `%s' does not exist\n", name)
 		return 1
 	}
+	if c.User != "root" && (len(args) < 2 || args[1] != "status") {
+		fmt.Fprintf(c.Stderr, " * %s: superuser access required\n", name)
+		return 1
+	}
 	m.mu.Lock()
 	started := rcStarted(m.svcs[name])
 	m.mu.Unlock()

@@ -54,7 +54,9 @@ type ServiceHooks struct {
 	// READY=1); nil ignores it.
 	Ready func()
 	// Reload receives a value for each reload request (systemctl reload,
-	// SIGHUP); nil: the program is never asked to reload.
+	// SIGHUP); nil: the program is never asked to reload. The host's init
+	// systems give it room for one request: a request the program has
+	// not taken yet absorbs the next, as a pending signal does.
 	Reload <-chan struct{}
 }
 

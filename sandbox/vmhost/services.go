@@ -734,7 +734,12 @@ func (m *manager) stop(sv *service) <-chan struct{} {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		sv.main, sv.control, sv.stopDone = nil, nil, nil
-		if timedOut {
+		switch {
+		case timedOut && sv.cfg != nil && sv.cfg.openrc:
+			// supervise-daemon's retry schedule ends with KILL: the
+			// service is stopped (the program is left behind).
+			m.setState(sv, stInactive, "dead")
+		case timedOut:
 			// The program does not return: it is left behind, as a
 			// process that ignores SIGKILL would be (it cannot be).
 			m.logf(sv, "%s: State 'stop-sigterm' timed out. Killing.", sv.name)
@@ -744,7 +749,7 @@ func (m *manager) stop(sv *service) <-chan struct{} {
 			sv.result = "timeout"
 			sv.exitCode, sv.exitStatus = "killed", 9
 			m.setState(sv, stFailed, "failed")
-		} else {
+		default:
 			if hadMain {
 				sv.exitCode, sv.exitStatus = "killed", 15
 			}

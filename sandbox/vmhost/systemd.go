@@ -380,6 +380,20 @@ func progSystemctl(ctx context.Context, c *Call) int {
 		return 1
 	}
 	verb, names := words[0], words[1:]
+	if c.User != "root" && slices.Contains([]string{"daemon-reload", "enable", "disable", "start", "stop", "restart", "try-restart", "reload", "reset-failed"}, verb) {
+		// polkit, with no agent to ask on an SSH session.
+		switch verb {
+		case "daemon-reload":
+			fmt.Fprintln(c.Stderr, "Failed to reload daemon: Interactive authentication required.")
+		case "enable", "disable":
+			fmt.Fprintf(c.Stderr, "Failed to %s unit: Interactive authentication required.\n", verb)
+		default:
+			for _, n := range names {
+				fmt.Fprintf(c.Stderr, "Failed to %s %s: Interactive authentication required.\n", verb, unitName(n))
+			}
+		}
+		return 1
+	}
 	needUnits := map[string]bool{"enable": true, "disable": true, "start": true, "stop": true, "restart": true, "try-restart": true, "reload": true, "is-active": true, "is-enabled": true, "is-failed": true}
 	if needUnits[verb] && len(names) == 0 {
 		fmt.Fprintln(c.Stderr, "Too few arguments.")
