@@ -247,6 +247,17 @@ func TestSystemdFailures(t *testing.T) {
 	writeFile(t, h, "/etc/systemd/system/p.service", unitFile("Pre", "simple", "ready", "ExecStartPre=-/usr/local/bin/daemon fail"), 0o644)
 	assert.Equal(t, cmdResult{0, "active\n", ""}, sh(t, h, "systemctl daemon-reload; systemctl start p; systemctl is-active p"))
 
+	// ExecStart is run as execve would: a script needs its #! line (sh
+	// would run one without, systemd does not).
+	writeFile(t, h, "/usr/local/bin/plain", "echo plain\n", 0o755)
+	writeFile(t, h, "/usr/local/bin/script", "#!/bin/sh\necho \"script $1 as $0\"\n", 0o755)
+	writeFile(t, h, "/etc/systemd/system/x.service", "[Unit]\nDescription=X\n[Service]\nType=oneshot\nExecStart=/usr/local/bin/script one\nExecStart=/usr/local/bin/plain\n", 0o644)
+	r = sh(t, h, "systemctl start x")
+	assert.Equal(t, 1, r.status)
+	assert.Equal(t, "Starting x.service - X...\nscript one as /usr/local/bin/script\nx.service: Failed at step EXEC spawning /usr/local/bin/plain: Exec format error\n"+
+		"x.service: Main process exited, code=exited, status=203/EXEC\nx.service: Failed with result 'exit-code'.\nFailed to start x.service - X.\n",
+		sh(t, h, "journalctl -u x -o cat").stdout)
+
 	// kill: TERM is a clean end (Restart=on-failure does not restart),
 	// KILL is not (it does).
 	writeFile(t, h, "/etc/systemd/system/k.service", unitFile("Killed", "simple", "ready", "Restart=on-failure", "RestartSec=10ms"), 0o644)

@@ -396,16 +396,21 @@ func (m *manager) run(p *proc, sv *service, cfg *svcConfig, argv []string, env [
 		file = m.h.lookPath(f, envValue(env, "PATH"), file)
 	}
 	fi, err := f.stat(file)
-	if file == "" || err != nil || fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+	if file == "" || err != nil || fi.IsDir() || fi.Mode().Perm()&0o111 == 0 || !m.h.executable(f, file) {
 		why := "No such file or directory"
-		if err == nil && file != "" {
+		switch {
+		case err == nil && file != "" && (fi.IsDir() || fi.Mode().Perm()&0o111 == 0):
 			why = "Permission denied"
+		case err == nil && file != "":
+			why = "Exec format error"
 		}
 		if cfg.openrc {
-			fmt.Fprintf(stderr, " * supervise-daemon: %s does not exist\n", argv[0])
+			fmt.Fprintf(stderr, " * supervise-daemon: failed to exec `%s': %s\n", argv[0], why)
 			return 1
 		}
-		m.journal.add(sv.name, "("+ident(argv[0])+")", p.pid, fmt.Sprintf("%s: Unable to locate executable '%s': %s", sv.name, argv[0], why))
+		if why != "Exec format error" {
+			m.journal.add(sv.name, "("+ident(argv[0])+")", p.pid, fmt.Sprintf("%s: Unable to locate executable '%s': %s", sv.name, argv[0], why))
+		}
 		m.journal.add(sv.name, "("+ident(argv[0])+")", p.pid, fmt.Sprintf("%s: Failed at step EXEC spawning %s: %s", sv.name, argv[0], why))
 		return 203
 	}
@@ -800,9 +805,10 @@ func (m *manager) powerOff() {
 			}
 		}
 		sv.main, sv.control, sv.stopDone = nil, nil, nil
-		sv.state, sv.sub, sv.since = stInactive, "dead", time.Now()
-		sv.starts, sv.respawns = nil, 0
 	}
+	// The next boot's init system knows nothing of this one's services
+	// (their states, restart counters, loaded units).
+	m.svcs = map[string]*service{}
 	m.mu.Unlock()
 	deadline := time.NewTimer(powerOffWait)
 	defer deadline.Stop()
@@ -819,6 +825,29 @@ func (m *manager) powerOff() {
 	case <-wait:
 	case <-deadline.C:
 	}
+}
+
+// executable reports whether execve(2) would run file: a registered
+// program of its name (or of the name of the file it links to), or a
+// file with an interpreter line. A script without one is run by a shell
+// but not by execve, which fails with ENOEXEC.
+func (h *Host) executable(f fsys, file string) bool {
+	if _, ok := h.programs[path.Base(file)]; ok {
+		return true
+	}
+	if rp, err := h.resolve(file, true); err == nil {
+		if _, ok := h.programs[path.Base(rp)]; ok {
+			return true
+		}
+	}
+	r, err := f.open(file, os.O_RDONLY, 0)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	head := make([]byte, 2)
+	n, _ := io.ReadFull(r, head)
+	return string(head[:n]) == "#!"
 }
 
 // procByPID returns the running process pid.

@@ -772,8 +772,11 @@ func (m *manager) statusCmd(c *Call, names []string) int {
 		}
 		fmt.Fprintf(c.Stdout, "     Loaded: loaded (%s; %s; preset: enabled)\n", cfg.path, enabled)
 		active := fmt.Sprintf("%s (%s)", st, sub)
-		if st == stFailed {
+		switch {
+		case st == stFailed:
 			active = fmt.Sprintf("%s (Result: %s)", st, result)
+		case sub == "auto-restart" && result != "success":
+			active += fmt.Sprintf(" (Result: %s)", result)
 		}
 		if !since.IsZero() {
 			active += " since " + since.UTC().Format("Mon 2006-01-02 15:04:05 MST") + "; " + ago(time.Since(since)) + " ago"
