@@ -227,6 +227,12 @@ func TestSystemdFailures(t *testing.T) {
 	assert.Contains(t, st.stdout, " (code=exited, status=1/FAILURE)\n")
 	assert.Equal(t, cmdResult{3, "inactive\n", ""}, sh(t, h, "systemctl reset-failed f; systemctl is-active f"))
 
+	// A notify program that exits 0 before it is ready breaks the protocol.
+	writeFile(t, h, "/etc/systemd/system/e.service", unitFile("Early", "notify", "exit0"), 0o644)
+	r = sh(t, h, "systemctl start e")
+	assert.Equal(t, cmdResult{1, "", "Job for e.service failed because the service did not take the steps required by its unit configuration.\n" + seeDetails("e.service")}, r)
+	assert.Equal(t, "Starting e.service - Early...\ne.service: Failed with result 'protocol'.\nFailed to start e.service - Early.\n", sh(t, h, "journalctl -u e -o cat").stdout)
+
 	// A readiness that never comes times out.
 	writeFile(t, h, "/etc/systemd/system/t.service", unitFile("Slow", "notify", "never", "TimeoutStartSec=200ms"), 0o644)
 	r = sh(t, h, "systemctl start t")

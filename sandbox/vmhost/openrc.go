@@ -227,7 +227,10 @@ func (s *rcScript) config(ctx context.Context) (*svcConfig, error) {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.r.Vars)) {
-		if vr := s.r.Vars[name]; vr.Exported && vr.IsSet() && name != "PATH" {
+		// supervise-daemon clears RC_ variables but RC_SVCNAME and
+		// RC_SERVICE.
+		rc := strings.HasPrefix(name, "RC_") && name != "RC_SVCNAME" && name != "RC_SERVICE"
+		if vr := s.r.Vars[name]; vr.Exported && vr.IsSet() && name != "PATH" && !rc && name != "EINFO_QUIET" {
 			cfg.fixedEnv = append(cfg.fixedEnv, name+"="+vr.String())
 		}
 	}

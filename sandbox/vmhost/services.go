@@ -69,10 +69,9 @@ type svcConfig struct {
 	startLimit    bool
 	// OpenRC: where the program's output goes ("": nowhere) and the
 	// environment it is started with (the init script's exports).
-	openrc           bool
-	stdout, stderr   string
-	fixedEnv         []string
-	hasReloadCommand bool // OpenRC: reload is an extra command
+	openrc         bool
+	stdout, stderr string
+	fixedEnv       []string
 }
 
 type envFile struct {
@@ -223,17 +222,15 @@ func (m *manager) start(sv *service) *job {
 	return j
 }
 
-// limited reports whether one more launch would exceed the start limit
-// (systemd: 5 starts in 10 s; OpenRC: respawn_max respawns in
-// respawn_period).
+// limited reports whether one more launch would exceed systemd's start
+// limit (5 starts in 10 s). OpenRC's respawn_max is afterEnd's.
 func (m *manager) limited(sv *service) bool {
-	cfg := sv.cfg
-	now := time.Now()
-	if cfg.startLimit {
-		sv.starts = slices.DeleteFunc(sv.starts, func(t time.Time) bool { return now.Sub(t) > startLimitInterval })
-		return len(sv.starts) >= startLimitBurst
+	if !sv.cfg.startLimit {
+		return false
 	}
-	return false
+	now := time.Now()
+	sv.starts = slices.DeleteFunc(sv.starts, func(t time.Time) bool { return now.Sub(t) > startLimitInterval })
+	return len(sv.starts) >= startLimitBurst
 }
 
 // launch runs the service's ExecStartPre lines and then its main
@@ -296,7 +293,7 @@ func (m *manager) launch(sv *service) {
 				return
 			}
 			if status != 0 && !l.ignore {
-				m.logf(sv, "%s: Control process exited, code=%s, status=%s", sv.name, exitCode(p, status), exitText(p, status))
+				m.logf(sv, "%s: Control process exited, code=%s, status=%s", sv.name, exitCode(p), exitText(p, status))
 				result := "exit-code"
 				if p.signal != "" {
 					result = "signal"
@@ -541,7 +538,7 @@ var cleanSignals = map[string]bool{"HUP": true, "INT": true, "TERM": true, "PIPE
 var signalNumbers = map[string]int{"HUP": 1, "INT": 2, "QUIT": 3, "KILL": 9, "USR1": 10, "USR2": 12, "PIPE": 13, "ALRM": 14, "TERM": 15}
 
 // exitCode is systemd's code= of an ended process.
-func exitCode(p *proc, _ int) string {
+func exitCode(p *proc) string {
 	if p.signal != "" {
 		return "killed"
 	}
@@ -571,7 +568,7 @@ func (m *manager) exited(sv *service, p *proc, status int, last bool) {
 	if sv.timer != nil {
 		sv.timer.Stop()
 	}
-	sv.exitCode, sv.exitStatus = exitCode(p, status), status
+	sv.exitCode, sv.exitStatus = exitCode(p), status
 	if p.signal != "" {
 		sv.exitStatus = signalNumbers[p.signal]
 	}
@@ -588,8 +585,10 @@ func (m *manager) exited(sv *service, p *proc, status int, last bool) {
 		result = "signal"
 	case !clean:
 		result = "exit-code"
+	case cfg.typ == "notify" && sv.state == stActivating:
+		result = "protocol" // gone before READY=1
 	}
-	if result != "success" && !p.timeout {
+	if result != "success" && result != "protocol" && !p.timeout {
 		m.logf(sv, "%s: Main process exited, code=%s, status=%s", sv.name, sv.exitCode, exitText(p, status))
 	}
 	if result == "success" {
@@ -764,8 +763,10 @@ func (m *manager) stop(sv *service) <-chan struct{} {
 		m.logf(sv, "Stopped %s.", label(sv))
 		close(done)
 		if j := sv.pending; j != nil {
+			// A start queued behind the stop (systemctl restart).
 			sv.pending = nil
 			sv.job = j
+			sv.nRestarts, sv.respawns, sv.firstSpawn = 0, 0, time.Time{}
 			m.launch(sv)
 		}
 	}()
@@ -826,6 +827,13 @@ func (m *manager) powerOff() {
 	case <-deadline.C:
 	}
 }
+
+// discardCloser is an io.WriteCloser that discards: a log that is not
+// there (OpenRC without output_log).
+type discardCloser struct{}
+
+func (discardCloser) Write(b []byte) (int, error) { return len(b), nil }
+func (discardCloser) Close() error                { return nil }
 
 // executable reports whether execve(2) would run file: a registered
 // program of its name (or of the name of the file it links to), or a

@@ -557,6 +557,7 @@ func (m *manager) jobCmd(ctx context.Context, c *Call, verb, name string, o syst
 func jobResult(c *Call, name, result string) int {
 	why := map[string]string{
 		"resources":       "of unavailable resources or another system error",
+		"protocol":        "the service did not take the steps required by its unit configuration",
 		"timeout":         "a timeout was exceeded",
 		"exit-code":       "the control process exited with error code",
 		"signal":          "a fatal signal was delivered to the control process",
@@ -623,7 +624,7 @@ func (m *manager) reload(sv *service) *job {
 				sv.control = nil
 			}
 			if status != 0 && !l.ignore {
-				m.logf(sv, "%s: Control process exited, code=%s, status=%s", sv.name, exitCode(p, status), exitText(p, status))
+				m.logf(sv, "%s: Control process exited, code=%s, status=%s", sv.name, exitCode(p), exitText(p, status))
 				result = "exit-code"
 			}
 			m.mu.Unlock()
