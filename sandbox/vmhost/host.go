@@ -62,6 +62,13 @@ type Options struct {
 // Host is a simulated Linux host whose whole file system is one
 // directory. It is safe for concurrent use: each Run has its own
 // interpreter; they share the file system as processes do.
+//
+// A host with an init system (Options.Init) also runs services, as
+// goroutines, from the moment systemctl or rc-service starts them. Its
+// life as a VM's: New is the disk, Boot the machine starting (the
+// enabled services start), PowerOff the power cut (every service ends
+// at once, without stop commands), Boot again a restart; Close powers
+// off and releases the directory, whose files stay for a new Host.
 type Host struct {
 	root     *os.Root
 	dir      string
