@@ -334,6 +334,17 @@ func TestSystemdBoot(t *testing.T) {
 	assert.Equal(t, before, sh(t, h, "journalctl -u on -o cat").stdout, "a power cut logs nothing")
 	require.NoError(t, h.Boot(t.Context()))
 	waitFor(t, "the second boot", func() bool { return sh(t, h, "systemctl is-active on").stdout == "active\n" })
+
+	// A host made again on the same disk boots what was enabled there;
+	// the journal, in memory, starts empty.
+	require.NoError(t, h.Close())
+	h2, err := vmhost.New(h.Dir(), vmhost.Options{Hostname: "cp-0", Init: vmhost.InitSystemd, Programs: map[string]vmhost.Program{"/usr/local/bin/daemon": daemon}})
+	require.NoError(t, err)
+	defer h2.Close()
+	assert.Equal(t, cmdResult{3, "inactive\n", ""}, sh(t, h2, "systemctl is-active on"))
+	require.NoError(t, h2.Boot(t.Context()))
+	waitFor(t, "the new host's boot", func() bool { return sh(t, h2, "systemctl is-active on").stdout == "active\n" })
+	assert.Equal(t, "Starting on.service - On...\nup\nStarted on.service - On.\n", sh(t, h2, "journalctl -u on -o cat").stdout)
 }
 
 // openrcScript is an init script running daemon with mode.
