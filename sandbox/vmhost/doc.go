@@ -57,13 +57,15 @@
 // with systemd's warning, until then. Honoured: Description, Type
 // (simple, exec, notify, oneshot), ExecStart, ExecStartPre, ExecReload
 // (with "-"), Environment, EnvironmentFile (with "-"), Restart,
-// RestartSec, TimeoutStartSec, TimeoutStopSec, RemainAfterExit,
+// RestartSec, TimeoutStartSec, TimeoutStopSec, StartLimitBurst,
+// StartLimitIntervalSec, RemainAfterExit,
 // WorkingDirectory and WantedBy (enable links the unit from
 // /etc/systemd/system/TARGET.wants); %n, %N, %p and %% are expanded, $X
 // and ${X} in Exec lines. A Type=notify start returns once the program
 // calls Call.NotifyReady, or fails when it exits first or
-// TimeoutStartSec passes; the start limit (5 starts in 10 s) applies to
-// every start, as systemd's does. The journal is kept in memory (the
+// TimeoutStartSec passes; the start limit (StartLimitBurst= starts in
+// StartLimitIntervalSec=, 5 in 10 s by default) applies to every start,
+// as systemd's does. The journal is kept in memory (the
 // last 20000 entries) with systemd's own messages ("Started k3s.service
 // - Lightweight Kubernetes.", "k3s.service: Main process exited,
 // code=exited, status=1/FAILURE", "Scheduled restart job, restart

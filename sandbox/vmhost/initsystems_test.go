@@ -295,6 +295,12 @@ func TestSystemdFailures(t *testing.T) {
 	assert.Contains(t, journal, "r.service: Scheduled restart job, restart counter is at 5.\nr.service: Start request repeated too quickly.\nr.service: Failed with result 'start-limit-hit'.\nFailed to start r.service - Restarting.\n")
 	r = sh(t, h, "systemctl start r")
 	assert.Equal(t, cmdResult{1, "", "Job for r.service failed because start of the service was attempted too often.\n" + seeDetails("r.service")}, r)
+
+	// StartLimitBurst= sets the limit.
+	writeFile(t, h, "/etc/systemd/system/l.service", strings.Replace(unitFile("Limited", "simple", "fail", "Restart=always", "RestartSec=10ms"), "[Service]", "StartLimitBurst=2\n\n[Service]", 1), 0o644)
+	require.Equal(t, cmdResult{0, "", ""}, sh(t, h, "systemctl start l"))
+	waitFor(t, "the start limit", func() bool { return sh(t, h, "systemctl is-active l").stdout == "failed\n" })
+	assert.Equal(t, cmdResult{0, "start-limit-hit\n2\n", ""}, sh(t, h, "systemctl show -p Result -p NRestarts --value l"))
 }
 
 // TestJournalctlFollow: journalctl -f prints the last lines, then what

@@ -66,7 +66,12 @@ type svcConfig struct {
 	// systemd's start limit applies instead when startLimit is set.
 	respawnMax    int
 	respawnPeriod time.Duration
+	// startLimit applies systemd's start rate limit: startBurst starts
+	// in startInterval (StartLimitBurst=, StartLimitIntervalSec=; an
+	// interval of 0 turns it off).
 	startLimit    bool
+	startBurst    int
+	startInterval time.Duration
 	// OpenRC: where the program's output goes ("": nowhere) and the
 	// environment it is started with (the init script's exports).
 	openrc         bool
@@ -223,14 +228,16 @@ func (m *manager) start(sv *service) *job {
 }
 
 // limited reports whether one more launch would exceed systemd's start
-// limit (5 starts in 10 s). OpenRC's respawn_max is afterEnd's.
+// limit (by default 5 starts in 10 s). OpenRC's respawn_max is
+// afterEnd's.
 func (m *manager) limited(sv *service) bool {
-	if !sv.cfg.startLimit {
+	cfg := sv.cfg
+	if !cfg.startLimit || cfg.startInterval <= 0 || cfg.startBurst <= 0 {
 		return false
 	}
 	now := time.Now()
-	sv.starts = slices.DeleteFunc(sv.starts, func(t time.Time) bool { return now.Sub(t) > startLimitInterval })
-	return len(sv.starts) >= startLimitBurst
+	sv.starts = slices.DeleteFunc(sv.starts, func(t time.Time) bool { return now.Sub(t) > cfg.startInterval })
+	return len(sv.starts) >= cfg.startBurst
 }
 
 // launch runs the service's ExecStartPre lines and then its main

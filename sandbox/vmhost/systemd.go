@@ -72,7 +72,7 @@ func (m *manager) loadUnit(name string) (*svcConfig, error) {
 	cfg := &svcConfig{
 		name: name, path: p, source: src, typ: "simple", restart: "no",
 		restartSec: defaultRestartSec, startTO: defaultStartTimeout, stopTO: defaultStopTimeout,
-		startLimit: true,
+		startLimit: true, startBurst: startLimitBurst, startInterval: startLimitInterval,
 	}
 	for _, part := range strings.Split(src, "\x00") {
 		if err := cfg.parseUnit(part); err != nil {
@@ -122,6 +122,10 @@ func (cfg *svcConfig) parseUnit(src string) error {
 		switch section + "." + k {
 		case "Unit.Description":
 			cfg.description = v
+		case "Unit.StartLimitIntervalSec", "Service.StartLimitInterval":
+			cfg.startInterval, err = parseSpan(v)
+		case "Unit.StartLimitBurst", "Service.StartLimitBurst":
+			cfg.startBurst, err = strconv.Atoi(v)
 		case "Service.Type":
 			cfg.typ = v
 		case "Service.ExecStart":
