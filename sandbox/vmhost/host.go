@@ -40,11 +40,15 @@ type Options struct {
 	// Arch is uname -m (default x86_64).
 	Arch string
 	// Init is InitSystemd, InitOpenRC or "" (neither): what a probe finds
-	// in /run/systemd/system or /sbin/openrc-run.
+	// in /run/systemd/system or /sbin/openrc-run, and the init system's
+	// programs and service manager (see the package documentation):
+	// systemctl and journalctl in /usr/bin, or openrc-run, rc-service,
+	// rc-update and supervise-daemon in /sbin.
 	Init string
 	// Addresses are listed by `ip -o addr show`, after lo's 127.0.0.1/8.
 	Addresses []Address
-	// Programs are run in addition to (or instead of) the built-in ones.
+	// Programs are run in addition to (or instead of) the built-in ones
+	// and the init system's.
 	// A key that is a path ("/usr/bin/systemctl") registers the program
 	// under its base name and puts a marker file at that path; a bare
 	// name ("k3s") only registers it: it runs once a file of that name
@@ -58,6 +62,13 @@ type Options struct {
 // Host is a simulated Linux host whose whole file system is one
 // directory. It is safe for concurrent use: each Run has its own
 // interpreter; they share the file system as processes do.
+//
+// A host with an init system (Options.Init) also runs services, as
+// goroutines, from the moment systemctl or rc-service starts them. Its
+// life as a VM's: New is the disk, Boot the machine starting (the
+// enabled services start), PowerOff the power cut (every service ends
+// at once, without stop commands), Boot again a restart; Close powers
+// off and releases the directory, whose files stay for a new Host.
 type Host struct {
 	root     *os.Root
 	dir      string

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,7 +106,7 @@ func (w *lineWriter) flush() {
 	}
 }
 
-// journalUnit is the unit name journalctl -u and systemctl take for a
+// unitName is the unit name journalctl -u and systemctl take for a
 // name: "k3s" is k3s.service.
 func unitName(name string) string {
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
@@ -410,14 +409,6 @@ func parseSpan(v string) (time.Duration, error) {
 	}
 	return total, nil
 }
-
-// discardCloser is an io.WriteCloser that discards.
-type discardCloser struct{}
-
-func (discardCloser) Write(b []byte) (int, error) { return len(b), nil }
-func (discardCloser) Close() error                { return nil }
-
-var _ io.WriteCloser = discardCloser{}
 
 // journalStamp is the short format's time: "Dec 02 01:32:38".
 const journalStamp = "Jan 02 15:04:05"

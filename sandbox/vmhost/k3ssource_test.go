@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -89,4 +90,49 @@ func k3sScript(t *testing.T, name string) string {
 	src, ok := consts["k3s."+name]
 	require.True(t, ok, "k3s.%s not found in the k3s package's source", name)
 	return src
+}
+
+// funcStrings returns the string literals in the body of the function
+// name of the package in dir, in source order: the templates a function
+// of the provider renders (its unit files, its start script).
+func funcStrings(t *testing.T, dir, name string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	require.NoError(t, err)
+	fset := token.NewFileSet()
+	for _, file := range files {
+		f, err := parser.ParseFile(fset, file, nil, 0)
+		require.NoError(t, err)
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Name.Name != name || fd.Recv != nil {
+				continue
+			}
+			var out []string
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				if bl, ok := n.(*ast.BasicLit); ok && bl.Kind == token.STRING {
+					s, err := strconv.Unquote(bl.Value)
+					require.NoError(t, err)
+					out = append(out, s)
+				}
+				return true
+			})
+			return out
+		}
+	}
+	t.Fatalf("func %s not found in %s", name, dir)
+	return nil
+}
+
+// k3sTemplate is the string literal of the provider's function fn that
+// starts with prefix.
+func k3sTemplate(t *testing.T, fn, prefix string) string {
+	t.Helper()
+	for _, s := range funcStrings(t, "../../k3s", fn) {
+		if strings.HasPrefix(s, prefix) {
+			return s
+		}
+	}
+	t.Fatalf("k3s.%s has no string starting with %q", fn, prefix)
+	return ""
 }

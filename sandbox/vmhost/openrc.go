@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -226,12 +226,14 @@ func (s *rcScript) config(ctx context.Context) (*svcConfig, error) {
 			cfg.stopTO = time.Duration(n) * time.Second
 		}
 	}
-	s.r.Env.Each(func(name string, vr expand.Variable) bool {
-		if vr.Exported && vr.IsSet() && name != "PATH" {
+	for _, name := range slices.Sorted(maps.Keys(s.r.Vars)) {
+		// supervise-daemon clears RC_ variables but RC_SVCNAME and
+		// RC_SERVICE.
+		rc := strings.HasPrefix(name, "RC_") && name != "RC_SVCNAME" && name != "RC_SERVICE"
+		if vr := s.r.Vars[name]; vr.Exported && vr.IsSet() && name != "PATH" && !rc && name != "EINFO_QUIET" {
 			cfg.fixedEnv = append(cfg.fixedEnv, name+"="+vr.String())
 		}
-		return true
-	})
+	}
 	return cfg, nil
 }
 
@@ -393,6 +395,11 @@ func (m *manager) rcAction(ctx context.Context, c *Call, name, file, action stri
 		case <-ctx.Done():
 			return 143
 		}
+		m.mu.Lock()
+		if sv.state == stFailed && sv.main == nil {
+			m.setState(sv, stInactive, "dead") // a crashed service is stopped now
+		}
+		m.mu.Unlock()
 		if !s.has("stop") {
 			s.run(ctx, "eend 0")
 		}
@@ -486,6 +493,10 @@ func progRcService(ctx context.Context, c *Call) int {
 			return 0
 		}
 		fmt.Fprintf(c.Stderr, " * rc-service: service `%s' does not exist\n", name)
+		return 1
+	}
+	if c.User != "root" && (len(args) < 2 || args[1] != "status") {
+		fmt.Fprintf(c.Stderr, " * %s: superuser access required\n", name)
 		return 1
 	}
 	m.mu.Lock()

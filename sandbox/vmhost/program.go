@@ -54,7 +54,9 @@ type ServiceHooks struct {
 	// READY=1); nil ignores it.
 	Ready func()
 	// Reload receives a value for each reload request (systemctl reload,
-	// SIGHUP); nil: the program is never asked to reload.
+	// SIGHUP); nil: the program is never asked to reload. The host's init
+	// systems give it room for one request: a request the program has
+	// not taken yet absorbs the next, as a pending signal does.
 	Reload <-chan struct{}
 }
 
@@ -140,9 +142,10 @@ func (c *Call) sub(args []string) *Call {
 
 // exec runs the command c.Args as the shell does once it is neither a
 // function nor a builtin: a name with a slash is that file, a name
-// without one is looked for in $PATH. A file found runs the program
-// registered under its name (or the name of the file it links to); an
-// executable shell script runs in a nested shell. It prints dash's
+// without one is looked for in $PATH. A file with an interpreter line
+// (#!) runs that interpreter's program; another file found runs the
+// program registered under its name (or the name of the file it links
+// to); an executable shell script runs in a nested shell. It prints dash's
 // messages for what cannot run.
 func (h *Host) exec(ctx context.Context, c *Call) int {
 	name := c.Args[0]
@@ -169,19 +172,23 @@ func (h *Host) exec(ctx context.Context, c *Call) int {
 	if err != nil || fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
 		return c.shellErr(126, "%s: Permission denied", name)
 	}
-	if p, ok := h.programs[path.Base(file)]; ok {
-		return p(ctx, c)
-	}
-	if rp, err := h.resolve(file, true); err == nil {
-		if p, ok := h.programs[path.Base(rp)]; ok {
-			return p(ctx, c)
-		}
-	}
 	head := make([]byte, 512)
 	if r, err := f.open(file, 0, 0); err == nil {
 		n, _ := io.ReadFull(r, head)
 		head = head[:n]
 		r.Close()
+	}
+	// A file with an interpreter line runs its interpreter whatever its
+	// name (/etc/init.d/k3s is an openrc-run script, not k3s).
+	if !bytes.HasPrefix(head, []byte("#!")) {
+		if p, ok := h.programs[path.Base(file)]; ok {
+			return p(ctx, c)
+		}
+		if rp, err := h.resolve(file, true); err == nil {
+			if p, ok := h.programs[path.Base(rp)]; ok {
+				return p(ctx, c)
+			}
+		}
 	}
 	if bytes.IndexByte(head, 0) >= 0 {
 		return c.shellErr(126, "%s: Exec format error", name)

@@ -66,13 +66,17 @@ type svcConfig struct {
 	// systemd's start limit applies instead when startLimit is set.
 	respawnMax    int
 	respawnPeriod time.Duration
+	// startLimit applies systemd's start rate limit: startBurst starts
+	// in startInterval (StartLimitBurst=, StartLimitIntervalSec=; an
+	// interval of 0 turns it off).
 	startLimit    bool
+	startBurst    int
+	startInterval time.Duration
 	// OpenRC: where the program's output goes ("": nowhere) and the
 	// environment it is started with (the init script's exports).
-	openrc           bool
-	stdout, stderr   string
-	fixedEnv         []string
-	hasReloadCommand bool // OpenRC: reload is an extra command
+	openrc         bool
+	stdout, stderr string
+	fixedEnv       []string
 }
 
 type envFile struct {
@@ -223,17 +227,17 @@ func (m *manager) start(sv *service) *job {
 	return j
 }
 
-// limited reports whether one more launch would exceed the start limit
-// (systemd: 5 starts in 10 s; OpenRC: respawn_max respawns in
-// respawn_period).
+// limited reports whether one more launch would exceed systemd's start
+// limit (by default 5 starts in 10 s). OpenRC's respawn_max is
+// afterEnd's.
 func (m *manager) limited(sv *service) bool {
 	cfg := sv.cfg
-	now := time.Now()
-	if cfg.startLimit {
-		sv.starts = slices.DeleteFunc(sv.starts, func(t time.Time) bool { return now.Sub(t) > startLimitInterval })
-		return len(sv.starts) >= startLimitBurst
+	if !cfg.startLimit || cfg.startInterval <= 0 || cfg.startBurst <= 0 {
+		return false
 	}
-	return false
+	now := time.Now()
+	sv.starts = slices.DeleteFunc(sv.starts, func(t time.Time) bool { return now.Sub(t) > cfg.startInterval })
+	return len(sv.starts) >= cfg.startBurst
 }
 
 // launch runs the service's ExecStartPre lines and then its main
@@ -247,6 +251,9 @@ func (m *manager) launch(sv *service) {
 		m.logf(sv, "%s: Failed with result 'start-limit-hit'.", sv.name)
 		sv.result = "start-limit-hit"
 		m.setState(sv, stFailed, "failed")
+		if sv.job == nil {
+			m.logf(sv, "Failed to start %s.", label(sv))
+		}
 		m.finishJob(sv, "start-limit-hit")
 		return
 	}
@@ -293,7 +300,7 @@ func (m *manager) launch(sv *service) {
 				return
 			}
 			if status != 0 && !l.ignore {
-				m.logf(sv, "%s: Control process exited, code=%s, status=%s", sv.name, exitCode(p, status), exitText(p, status))
+				m.logf(sv, "%s: Control process exited, code=%s, status=%s", sv.name, exitCode(p), exitText(p, status))
 				result := "exit-code"
 				if p.signal != "" {
 					result = "signal"
@@ -393,16 +400,21 @@ func (m *manager) run(p *proc, sv *service, cfg *svcConfig, argv []string, env [
 		file = m.h.lookPath(f, envValue(env, "PATH"), file)
 	}
 	fi, err := f.stat(file)
-	if file == "" || err != nil || fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+	if file == "" || err != nil || fi.IsDir() || fi.Mode().Perm()&0o111 == 0 || !m.h.executable(f, file) {
 		why := "No such file or directory"
-		if err == nil && file != "" {
+		switch {
+		case err == nil && file != "" && (fi.IsDir() || fi.Mode().Perm()&0o111 == 0):
 			why = "Permission denied"
+		case err == nil && file != "":
+			why = "Exec format error"
 		}
 		if cfg.openrc {
-			fmt.Fprintf(stderr, " * supervise-daemon: %s does not exist\n", argv[0])
+			fmt.Fprintf(stderr, " * supervise-daemon: failed to exec `%s': %s\n", argv[0], why)
 			return 1
 		}
-		m.journal.add(sv.name, "("+ident(argv[0])+")", p.pid, fmt.Sprintf("%s: Unable to locate executable '%s': %s", sv.name, argv[0], why))
+		if why != "Exec format error" {
+			m.journal.add(sv.name, "("+ident(argv[0])+")", p.pid, fmt.Sprintf("%s: Unable to locate executable '%s': %s", sv.name, argv[0], why))
+		}
 		m.journal.add(sv.name, "("+ident(argv[0])+")", p.pid, fmt.Sprintf("%s: Failed at step EXEC spawning %s: %s", sv.name, argv[0], why))
 		return 203
 	}
@@ -533,7 +545,7 @@ var cleanSignals = map[string]bool{"HUP": true, "INT": true, "TERM": true, "PIPE
 var signalNumbers = map[string]int{"HUP": 1, "INT": 2, "QUIT": 3, "KILL": 9, "USR1": 10, "USR2": 12, "PIPE": 13, "ALRM": 14, "TERM": 15}
 
 // exitCode is systemd's code= of an ended process.
-func exitCode(p *proc, _ int) string {
+func exitCode(p *proc) string {
 	if p.signal != "" {
 		return "killed"
 	}
@@ -563,7 +575,7 @@ func (m *manager) exited(sv *service, p *proc, status int, last bool) {
 	if sv.timer != nil {
 		sv.timer.Stop()
 	}
-	sv.exitCode, sv.exitStatus = exitCode(p, status), status
+	sv.exitCode, sv.exitStatus = exitCode(p), status
 	if p.signal != "" {
 		sv.exitStatus = signalNumbers[p.signal]
 	}
@@ -580,8 +592,10 @@ func (m *manager) exited(sv *service, p *proc, status int, last bool) {
 		result = "signal"
 	case !clean:
 		result = "exit-code"
+	case cfg.typ == "notify" && sv.state == stActivating:
+		result = "protocol" // gone before READY=1
 	}
-	if result != "success" && !p.timeout {
+	if result != "success" && result != "protocol" && !p.timeout {
 		m.logf(sv, "%s: Main process exited, code=%s, status=%s", sv.name, sv.exitCode, exitText(p, status))
 	}
 	if result == "success" {
@@ -731,7 +745,12 @@ func (m *manager) stop(sv *service) <-chan struct{} {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		sv.main, sv.control, sv.stopDone = nil, nil, nil
-		if timedOut {
+		switch {
+		case timedOut && sv.cfg != nil && sv.cfg.openrc:
+			// supervise-daemon's retry schedule ends with KILL: the
+			// service is stopped (the program is left behind).
+			m.setState(sv, stInactive, "dead")
+		case timedOut:
 			// The program does not return: it is left behind, as a
 			// process that ignores SIGKILL would be (it cannot be).
 			m.logf(sv, "%s: State 'stop-sigterm' timed out. Killing.", sv.name)
@@ -741,7 +760,7 @@ func (m *manager) stop(sv *service) <-chan struct{} {
 			sv.result = "timeout"
 			sv.exitCode, sv.exitStatus = "killed", 9
 			m.setState(sv, stFailed, "failed")
-		} else {
+		default:
 			if hadMain {
 				sv.exitCode, sv.exitStatus = "killed", 15
 			}
@@ -751,8 +770,10 @@ func (m *manager) stop(sv *service) <-chan struct{} {
 		m.logf(sv, "Stopped %s.", label(sv))
 		close(done)
 		if j := sv.pending; j != nil {
+			// A start queued behind the stop (systemctl restart).
 			sv.pending = nil
 			sv.job = j
+			sv.nRestarts, sv.respawns, sv.firstSpawn = 0, 0, time.Time{}
 			m.launch(sv)
 		}
 	}()
@@ -792,9 +813,10 @@ func (m *manager) powerOff() {
 			}
 		}
 		sv.main, sv.control, sv.stopDone = nil, nil, nil
-		sv.state, sv.sub, sv.since = stInactive, "dead", time.Now()
-		sv.starts, sv.respawns = nil, 0
 	}
+	// The next boot's init system knows nothing of this one's services
+	// (their states, restart counters, loaded units).
+	m.svcs = map[string]*service{}
 	m.mu.Unlock()
 	deadline := time.NewTimer(powerOffWait)
 	defer deadline.Stop()
@@ -811,6 +833,36 @@ func (m *manager) powerOff() {
 	case <-wait:
 	case <-deadline.C:
 	}
+}
+
+// discardCloser is an io.WriteCloser that discards: a log that is not
+// there (OpenRC without output_log).
+type discardCloser struct{}
+
+func (discardCloser) Write(b []byte) (int, error) { return len(b), nil }
+func (discardCloser) Close() error                { return nil }
+
+// executable reports whether execve(2) would run file: a registered
+// program of its name (or of the name of the file it links to), or a
+// file with an interpreter line. A script without one is run by a shell
+// but not by execve, which fails with ENOEXEC.
+func (h *Host) executable(f fsys, file string) bool {
+	if _, ok := h.programs[path.Base(file)]; ok {
+		return true
+	}
+	if rp, err := h.resolve(file, true); err == nil {
+		if _, ok := h.programs[path.Base(rp)]; ok {
+			return true
+		}
+	}
+	r, err := f.open(file, os.O_RDONLY, 0)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	head := make([]byte, 2)
+	n, _ := io.ReadFull(r, head)
+	return string(head[:n]) == "#!"
 }
 
 // procByPID returns the running process pid.
@@ -909,6 +961,14 @@ func isName(s string) bool {
 // cancelled); 0 checks that it exists; other signals are accepted and
 // have no effect.
 func progKill(_ context.Context, c *Call) int {
+	builtin := c.Args[0] == cmdKill
+	fail := func(status int, format string, args ...any) int {
+		if builtin {
+			return c.shellErr(status, "kill: "+format, args...)
+		}
+		fmt.Fprintf(c.Stderr, "kill: "+format+"\n", args...)
+		return status
+	}
 	sig := "TERM"
 	args := c.Args[1:]
 	parseSig := func(s string) (string, bool) {
@@ -936,25 +996,24 @@ func progKill(_ context.Context, c *Call) int {
 		v := a[1:]
 		if a == "-s" || a == "-n" {
 			if len(args) == 0 {
-				return c.Errorf(2, "option requires an argument -- '%c'", a[1])
+				return fail(2, "option requires an argument -- '%c'", a[1])
 			}
 			v, args = args[0], args[1:]
 		}
 		s, ok := parseSig(v)
 		if !ok {
-			return c.Errorf(1, "unknown signal name: %s", v)
+			return fail(1, "invalid signal number or name: %s", v)
 		}
 		sig = s
 	}
 	if len(args) == 0 {
-		fmt.Fprintln(c.Stderr, "kill: not enough arguments")
-		return 2
+		return fail(2, "not enough arguments")
 	}
 	status := 0
 	for _, a := range args {
 		pid, err := strconv.Atoi(a)
 		if err != nil {
-			status = c.Errorf(1, "failed to parse argument: '%s'", a)
+			status = fail(1, "failed to parse argument: '%s'", a)
 			continue
 		}
 		var p *proc
@@ -962,7 +1021,11 @@ func progKill(_ context.Context, c *Call) int {
 			p = m.procByPID(pid)
 		}
 		if p == nil {
-			status = c.Errorf(1, "(%d): No such process", pid)
+			if builtin {
+				status = fail(1, "No such process")
+			} else {
+				status = fail(1, "(%d): No such process", pid)
+			}
 			continue
 		}
 		switch sig {

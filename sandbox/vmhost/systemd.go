@@ -72,7 +72,7 @@ func (m *manager) loadUnit(name string) (*svcConfig, error) {
 	cfg := &svcConfig{
 		name: name, path: p, source: src, typ: "simple", restart: "no",
 		restartSec: defaultRestartSec, startTO: defaultStartTimeout, stopTO: defaultStopTimeout,
-		startLimit: true,
+		startLimit: true, startBurst: startLimitBurst, startInterval: startLimitInterval,
 	}
 	for _, part := range strings.Split(src, "\x00") {
 		if err := cfg.parseUnit(part); err != nil {
@@ -122,6 +122,10 @@ func (cfg *svcConfig) parseUnit(src string) error {
 		switch section + "." + k {
 		case "Unit.Description":
 			cfg.description = v
+		case "Unit.StartLimitIntervalSec", "Service.StartLimitInterval":
+			cfg.startInterval, err = parseSpan(v)
+		case "Unit.StartLimitBurst", "Service.StartLimitBurst":
+			cfg.startBurst, err = strconv.Atoi(v)
 		case "Service.Type":
 			cfg.typ = v
 		case "Service.ExecStart":
@@ -262,7 +266,7 @@ func (m *manager) daemonReload() {
 		switch {
 		case err == nil:
 			sv.cfg = cfg
-		case sv.main == nil && sv.control == nil && sv.state != stFailed:
+		case sv.main == nil && sv.control == nil && sv.state == stInactive && sv.pending == nil:
 			delete(m.svcs, name)
 		}
 	}
@@ -380,6 +384,20 @@ func progSystemctl(ctx context.Context, c *Call) int {
 		return 1
 	}
 	verb, names := words[0], words[1:]
+	if c.User != "root" && slices.Contains([]string{"daemon-reload", "enable", "disable", "start", "stop", "restart", "try-restart", "reload", "reset-failed"}, verb) {
+		// polkit, with no agent to ask on an SSH session.
+		switch verb {
+		case "daemon-reload":
+			fmt.Fprintln(c.Stderr, "Failed to reload daemon: Interactive authentication required.")
+		case "enable", "disable":
+			fmt.Fprintf(c.Stderr, "Failed to %s unit: Interactive authentication required.\n", verb)
+		default:
+			for _, n := range names {
+				fmt.Fprintf(c.Stderr, "Failed to %s %s: Interactive authentication required.\n", verb, unitName(n))
+			}
+		}
+		return 1
+	}
 	needUnits := map[string]bool{"enable": true, "disable": true, "start": true, "stop": true, "restart": true, "try-restart": true, "reload": true, "is-active": true, "is-enabled": true, "is-failed": true}
 	if needUnits[verb] && len(names) == 0 {
 		fmt.Fprintln(c.Stderr, "Too few arguments.")
@@ -543,6 +561,7 @@ func (m *manager) jobCmd(ctx context.Context, c *Call, verb, name string, o syst
 func jobResult(c *Call, name, result string) int {
 	why := map[string]string{
 		"resources":       "of unavailable resources or another system error",
+		"protocol":        "the service did not take the steps required by its unit configuration",
 		"timeout":         "a timeout was exceeded",
 		"exit-code":       "the control process exited with error code",
 		"signal":          "a fatal signal was delivered to the control process",
@@ -609,7 +628,7 @@ func (m *manager) reload(sv *service) *job {
 				sv.control = nil
 			}
 			if status != 0 && !l.ignore {
-				m.logf(sv, "%s: Control process exited, code=%s, status=%s", sv.name, exitCode(p, status), exitText(p, status))
+				m.logf(sv, "%s: Control process exited, code=%s, status=%s", sv.name, exitCode(p), exitText(p, status))
 				result = "exit-code"
 			}
 			m.mu.Unlock()
@@ -758,7 +777,10 @@ func (m *manager) statusCmd(c *Call, names []string) int {
 		}
 		fmt.Fprintf(c.Stdout, "     Loaded: loaded (%s; %s; preset: enabled)\n", cfg.path, enabled)
 		active := fmt.Sprintf("%s (%s)", st, sub)
-		if st == stFailed {
+		switch {
+		case st == stFailed:
+			active = fmt.Sprintf("%s (Result: %s)", st, result)
+		case sub == "auto-restart" && result != "success":
 			active += fmt.Sprintf(" (Result: %s)", result)
 		}
 		if !since.IsZero() {
@@ -769,7 +791,7 @@ func (m *manager) statusCmd(c *Call, names []string) int {
 		case running:
 			fmt.Fprintf(c.Stdout, "   Main PID: %d (%s)\n", mainPID, ident(cfg.start[0].argv[0]))
 		case mainPID != 0 && code != "":
-			fmt.Fprintf(c.Stdout, "   Main PID: %d (code=%s, status=%s)\n", mainPID, code, statusWord(code, exit))
+			fmt.Fprintf(c.Stdout, "   Main PID: %d (code=%s, %s)\n", mainPID, code, statusWord(code, exit))
 		}
 		es, _, _ := m.journal.since(0, func(e entry) bool { return e.unit == name })
 		if len(es) > 10 {
@@ -788,17 +810,18 @@ func (m *manager) statusCmd(c *Call, names []string) int {
 	return status
 }
 
-// statusWord is the status= of a main process that ended.
+// statusWord is what systemctl status says of a main process that
+// ended: "status=1/FAILURE", "signal=TERM".
 func statusWord(code string, status int) string {
-	p := &proc{}
 	if code == "killed" {
 		for name, n := range signalNumbers {
 			if n == status {
-				p.signal = name
+				return "signal=" + name
 			}
 		}
+		return "signal=" + strconv.Itoa(status)
 	}
-	return exitText(p, status)
+	return "status=" + exitText(&proc{}, status)
 }
 
 // ago formats a duration as systemctl status does: "5s", "1min 3s",

@@ -115,7 +115,7 @@ func TestPrograms(t *testing.T) {
 		{"not executable", "chmod 0644 /srv/f; /srv/f", "", result{126, "", "sh: 1: /srv/f: Permission denied\n"}},
 		{"nested sh name", "sh -c 'nosuch' openctl", "", result{127, "", "openctl: 1: nosuch: not found\n"}},
 		{"syntax error", "foo(", "", result{2, "", ""}},
-		{"command -v", "command -v cat; command -v echo; command -v systemctl || echo none", "", result{0, "/usr/bin/cat\necho\nnone\n", ""}},
+		{"command -v", "command -v cat; command -v echo; command -v rc-service || echo none", "", result{0, "/usr/bin/cat\necho\nnone\n", ""}},
 		{"umask", "umask; umask 077; umask; touch /tmp/um", "", result{0, "0022\n0077\n", ""}},
 		{"trap TERM accepted", "set -e; trap 'echo t' TERM INT HUP; trap - TERM; echo ok", "", result{0, "ok\n", ""}},
 		{"trap EXIT", "trap 'echo bye' EXIT; echo hi", "", result{0, "hi\nbye\n", ""}},
@@ -299,7 +299,7 @@ elif [ -x /sbin/openrc-run ]; then echo openrc; else echo none; fi`
 		want string
 	}{
 		{Options{Init: InitSystemd, Programs: map[string]Program{"/usr/bin/systemctl": systemctl}}, "systemd\n"},
-		{Options{Init: InitSystemd}, "none\n"}, // systemctl not registered
+		{Options{Init: InitSystemd}, "systemd\n"}, // the built-in systemctl
 		{Options{Init: InitOpenRC}, "openrc\n"},
 		{Options{}, "none\n"},
 	} {
