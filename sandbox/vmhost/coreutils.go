@@ -33,8 +33,35 @@ func builtins() map[string]Program {
 		"basename": progBasename, "sleep": progSleep, "id": progID,
 		"whoami": progWhoami, "env": progEnv, "tr": progTr, "wc": progWc,
 		"grep": progGrep, "ip": progIP, "readlink": progReadlink,
-		"hostname": progHostname, "kill": progKill,
+		"hostname": progHostname, "kill": progKill, "modprobe": progModprobe,
 	}
+}
+
+// sbinPrograms are the built-in programs whose marker is in /usr/sbin
+// (/sbin), where Debian has them.
+var sbinPrograms = map[string]bool{"modprobe": true}
+
+// progModprobe is `modprobe [-q] [-v] [-n] MODULE...`: the simulated
+// kernel has every module built in, so loading one succeeds and does
+// nothing, as modprobe of a built-in module does. root only.
+func progModprobe(_ context.Context, c *Call) int {
+	var mods []string
+	for _, a := range c.Args[1:] {
+		switch {
+		case a == "-q" || a == "--quiet" || a == "-v" || a == "--verbose" || a == "-n" || a == "--dry-run" || a == "-b" || a == "--use-blacklist":
+		case strings.HasPrefix(a, "-"):
+			return c.Errorf(1, "ERROR: unrecognized option: %s", a)
+		default:
+			mods = append(mods, a)
+		}
+	}
+	if len(mods) == 0 {
+		return c.Errorf(1, "ERROR: missing parameters. See -h.")
+	}
+	if c.User != "root" {
+		return c.Errorf(1, "ERROR: could not insert '%s': Operation not permitted", mods[0])
+	}
+	return 0
 }
 
 // flags splits args into single-letter options (bundled: -rf) and

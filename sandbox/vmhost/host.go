@@ -129,6 +129,9 @@ func New(root string, opts Options) (*Host, error) {
 	markers := map[string]string{}
 	for name := range h.programs {
 		markers[name] = "/usr/bin/" + name
+		if sbinPrograms[name] {
+			markers[name] = "/usr/sbin/" + name
+		}
 	}
 	if opts.Init != "" {
 		h.svc = newManager(h, opts.Init)

@@ -71,6 +71,8 @@ func TestPrograms(t *testing.T) {
 		{"tail -n1", "tail -n1 /srv/f", "", result{0, "d:e:f\n", ""}},
 		{"tail -n +2", "printf '1\\n2\\n3\\n' | tail -n +2", "", result{0, "2\n3\n", ""}},
 		{"uname", "uname; uname -m; uname -n; uname -s -m", "", result{0, "Linux\nx86_64\ncp-0\nLinux x86_64\n", ""}},
+		{"modprobe built-in module", "/sbin/modprobe br_netfilter && modprobe -q overlay", "", result{0, "", ""}},
+		{"modprobe no module", "modprobe", "", result{1, "", "modprobe: ERROR: missing parameters. See -h.\n"}},
 		{"mkdir -p -m", "mkdir -p -m 0700 /a/b/c", "", result{0, "", ""}},
 		{"mkdir exists", "mkdir /srv", "", result{1, "", "mkdir: cannot create directory '/srv': File exists\n"}},
 		{"mkdir missing parent", "mkdir /x/y", "", result{1, "", "mkdir: cannot create directory '/x/y': No such file or directory\n"}},
