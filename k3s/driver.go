@@ -30,6 +30,8 @@ import (
 //	    kubeconfig: ~/.kube/config          # what kubeconfig.merge merges into
 //	    ssh:
 //	      port: 22                          # the nodes' SSH port, where a manifest names none
+//	      identityFile: ~/.ssh/ci_key       # log in to every node with this key alone (manifests' privateKeyPath unused)
+//	    addressMap: 127.80.0.0/16           # move manifests' literal IPv4 addresses into this prefix (a sandbox's network)
 //	    agent:                              # openctl's node agent, on every node
 //	      binaryDir: ~/.openctl/cache/agent # openctl-agent-linux-<arch>: `make cross` writes them to bin/
 //	      port: 9443
@@ -97,10 +99,14 @@ type fileConfig struct {
 		Enabled    *bool  `yaml:"enabled,omitempty"`
 	} `yaml:"agent,omitempty"`
 	SSH struct {
-		Port int `yaml:"port,omitempty"`
+		Port         int    `yaml:"port,omitempty"`
+		IdentityFile string `yaml:"identityFile,omitempty" openctl:"path"`
 	} `yaml:"ssh,omitempty"`
+	AddressMap string `yaml:"addressMap,omitempty"`
 
 	readyTimeout time.Duration
+	identity     ssh.Signer
+	addressMap   func(netip.Addr) netip.Addr
 	// sandbox is set on the configuration Driver.Sandbox returns.
 	sandbox *SandboxHosts
 }
@@ -124,6 +130,22 @@ func (Driver) DecodeConfig(sec *config.Section) (registry.DriverConfig, error) {
 	}
 	if p := fc.SSH.Port; p < 0 || p > 65535 {
 		return nil, sec.Errorf("ssh.port", "want a port number (1-65535), got %d", p)
+	}
+	if f := fc.SSH.IdentityFile; f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, sec.Errorf("ssh.identityFile", "%v", err)
+		}
+		if fc.identity, err = ssh.ParsePrivateKey(b); err != nil {
+			return nil, sec.Errorf("ssh.identityFile", "%s: %v (a passphrase-protected key goes through the SSH agent instead)", f, err)
+		}
+	}
+	if m := fc.AddressMap; m != "" {
+		p, err := netip.ParsePrefix(m)
+		if err != nil || !p.Addr().Is4() || p != p.Masked() {
+			return nil, sec.Errorf("addressMap", "want an IPv4 prefix like 127.80.0.0/16, got %q", m)
+		}
+		fc.addressMap = PrefixMap(p)
 	}
 	if home := sec.Home(); home != "" {
 		if fc.BinaryDir == "" {
@@ -174,7 +196,8 @@ func (Driver) Open(_ context.Context, cfg registry.DriverConfig, opts registry.O
 		ReadyTimeout:  fc.readyTimeout,
 		KubeconfigDir: fc.KubeconfigDir,
 		KubeConfig:    fc.Kubeconfig,
-		SSH:           remote.Options{DefaultPort: fc.SSH.Port},
+		SSH:           remote.Options{DefaultPort: fc.SSH.Port, Identity: fc.identity},
+		AddressMap:    fc.addressMap,
 		Logger:        opts.Logger,
 	}
 	if sb := fc.sandbox; sb != nil {
@@ -206,4 +229,23 @@ func (d Driver) Sandbox(ctx context.Context, opts registry.SandboxOptions) (*reg
 	fc.Agent.BinaryDir = sb.AgentBinaryDir
 	fc.SSH.Port = sb.SSHPort
 	return &registry.Sandbox{Config: fc, Description: sb.Description, Close: sb.Close}, nil
+}
+
+// PrefixMap returns the address map (Config.AddressMap) that moves IPv4
+// addresses into prefix p, keeping their host bits: with 127.80.0.0/16,
+// 192.168.1.50 becomes 127.80.1.50. Loopback and IPv6 addresses are kept.
+func PrefixMap(p netip.Prefix) func(netip.Addr) netip.Addr {
+	p = p.Masked()
+	return func(a netip.Addr) netip.Addr {
+		if !a.Is4() || a.IsLoopback() || !p.Addr().Is4() {
+			return a
+		}
+		n, b := p.Addr().As4(), a.As4()
+		for i := range 4 {
+			bits := min(max(p.Bits()-8*i, 0), 8)
+			mask := byte(0xff << (8 - bits))
+			b[i] = n[i]&mask | b[i]&^mask
+		}
+		return netip.AddrFrom4(b)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -118,6 +119,16 @@ func New(opts Options) (*World, error) {
 	if w.identity, err = ssh.NewSignerFromKey(key); err != nil {
 		return fail(err)
 	}
+	block, err := ssh.MarshalPrivateKey(key, "openctl sandbox")
+	if err != nil {
+		return fail(err)
+	}
+	if err := os.MkdirAll(filepath.Join(w.dir, "ssh"), 0o700); err != nil {
+		return fail(err)
+	}
+	if err := os.WriteFile(w.IdentityFile(), pem.EncodeToMemory(block), 0o600); err != nil {
+		return fail(err)
+	}
 	if err := w.writeAgentBinaries(); err != nil {
 		return fail(err)
 	}
@@ -139,16 +150,17 @@ func (w *World) Dir() string { return w.dir }
 // root.
 func (w *World) Identity() ssh.Signer { return w.identity }
 
+// IdentityFile is the private key of Identity in OpenSSH form (0600), for
+// a program in another process (providers.k3s.ssh.identityFile).
+func (w *World) IdentityFile() string { return filepath.Join(w.dir, "ssh", "id_ed25519") }
+
+// Network is the loopback /16 the world's hosts live on.
+func (w *World) Network() netip.Prefix { return w.opts.Network }
+
 // MapAddress returns where the world puts address a: an IPv4 address
 // a.b.c.d outside 127.0.0.0/8 becomes the world's network's first two
 // octets with c.d; loopback and IPv6 addresses are returned as they are.
-func (w *World) MapAddress(a netip.Addr) netip.Addr {
-	if !a.Is4() || a.IsLoopback() {
-		return a
-	}
-	n, b := w.opts.Network.Addr().As4(), a.As4()
-	return netip.AddrFrom4([4]byte{n[0], n[1], b[2], b[3]})
-}
+func (w *World) MapAddress(a netip.Addr) netip.Addr { return k3s.PrefixMap(w.opts.Network)(a) }
 
 // K3sHosts is how the K3s provider reaches the world's hosts (the
 // k3s.Driver's SandboxHosts). Close is not the world's: the caller

@@ -4,11 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
 
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/proxmox/proxmoxtest"
+	"github.com/openctl/openctl/sandbox"
 )
 
 // sandboxInfo is the one JSON line sandbox prints once it is serving.
@@ -17,33 +21,56 @@ type sandboxInfo struct {
 	TokenID     string `json:"tokenId"`
 	TokenSecret string `json:"tokenSecret"`
 	Fingerprint string `json:"fingerprint"`
+	// K3s is how the K3s provider reaches the VMs' hosts.
+	K3s sandboxK3s `json:"k3s"`
+}
+
+// sandboxK3s is the providers.k3s settings for the sandbox's hosts.
+type sandboxK3s struct {
+	ReleaseURL     string `json:"releaseURL"`
+	AgentBinaryDir string `json:"agentBinaryDir"`
+	SSHPort        int    `json:"sshPort"`
+	IdentityFile   string `json:"identityFile"`
+	AddressMap     string `json:"addressMap"`
 }
 
 // sandboxCmd is "openctl sandbox": the Proxmox VE simulator as a server,
-// for CI jobs that run openctl plan against it.
+// its VMs' guests simulated hosts the K3s provider can reach, for CI jobs
+// that run openctl plan and apply against it.
 func sandboxCmd() *cobra.Command {
 	var (
-		listen string
-		nodes  int
-		seed   int64
-		speed  float64
-		shared string
-		faults proxmoxtest.Faults
-		lat    = proxmoxtest.DefaultLatencies()
+		listen    string
+		configOut string
+		nodes     int
+		seed      int64
+		speed     float64
+		shared    string
+		faults    proxmoxtest.Faults
+		lat       = proxmoxtest.DefaultLatencies()
 	)
 	cmd := &cobra.Command{
 		Use:   "sandbox",
-		Short: "Run a simulated Proxmox VE cluster",
+		Short: "Run a simulated Proxmox VE cluster whose VMs run K3s",
 		Long: `Run a simulated Proxmox VE cluster over HTTPS: nodes pve1..pveN, storages
 local and local-lvm on each node, an RBD storage "ceph" shared by all nodes
 (--shared-storage), bridge vmbr0, and the cloud-init template 9000
 "ubuntu-24.04-cloud" on pve1, its disks on the shared storage so that it can be
 cloned onto every node (with --shared-storage "" it lives on pve1's local-lvm).
+
+Each started VM's guest is a simulated Linux host, as under --sandbox: it
+answers SSH on a loopback address (127.80.c.d for a cloud-init address a.b.c.d,
+or the next free 127.N.0.0/16) with the host key its guest agent reports, runs
+an in-process k3s and openctl's node agent, so the K3s provider of another
+openctl process can build clusters on it.
+
 Once it is serving, one JSON line is printed on stdout:
 
-  {"url":"https://127.0.0.1:8006/api2/json","tokenId":"...","tokenSecret":"...","fingerprint":"AB:CD:..."}
+  {"url":"https://127.0.0.1:8006/api2/json","tokenId":"...","tokenSecret":"...","fingerprint":"AB:CD:...",
+   "k3s":{"releaseURL":"http://...","agentBinaryDir":"...","sshPort":2222,"identityFile":"...","addressMap":"127.80.0.0/16"}}
 
-It serves until SIGINT or SIGTERM. --listen 127.0.0.1:0 picks a free port.`,
+and --config-out FILE writes a configuration file (0600) with both providers
+set up for it, for openctl --config FILE (or $OPENCTL_CONFIG). It serves until
+SIGINT or SIGTERM. --listen 127.0.0.1:0 picks a free port.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context() // cancelled by SIGINT and SIGTERM (see notifyContext)
@@ -51,12 +78,18 @@ It serves until SIGINT or SIGTERM. --listen 127.0.0.1:0 picks a free port.`,
 			if v, err := cmd.Flags().GetBool("verbose"); err == nil && v {
 				log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 			}
+			world, err := sandbox.New(sandbox.Options{Logger: log})
+			if err != nil {
+				return err
+			}
+			defer world.Close()
 			srv, err := proxmoxtest.New(append(proxmoxtest.SandboxLayout(nodes, shared),
 				proxmoxtest.WithSeed(seed),
 				proxmoxtest.WithSpeed(speed),
 				proxmoxtest.WithLatencies(lat),
 				proxmoxtest.WithFaults(faults),
 				proxmoxtest.WithLogger(log),
+				proxmoxtest.WithGuests(world),
 			)...)
 			if err != nil {
 				return fmt.Errorf("sandbox: %w", errcode.Wrap(errcode.Invalid, "", err))
@@ -67,20 +100,31 @@ It serves until SIGINT or SIGTERM. --listen 127.0.0.1:0 picks a free port.`,
 			defer srv.Close()
 
 			id, secret := srv.Token()
-			line, err := json.Marshal(sandboxInfo{URL: srv.URL(), TokenID: id, TokenSecret: secret, Fingerprint: srv.Fingerprint()})
+			hosts := world.K3sHosts()
+			info := sandboxInfo{URL: srv.URL(), TokenID: id, TokenSecret: secret, Fingerprint: srv.Fingerprint(), K3s: sandboxK3s{
+				ReleaseURL: hosts.ReleaseURL, AgentBinaryDir: hosts.AgentBinaryDir, SSHPort: hosts.SSHPort,
+				IdentityFile: world.IdentityFile(), AddressMap: world.Network().String(),
+			}}
+			if configOut != "" {
+				if err := writeSandboxConfig(configOut, info, hosts.Dir); err != nil {
+					return fmt.Errorf("sandbox: --config-out: %w", err)
+				}
+			}
+			line, err := json.Marshal(info)
 			if err != nil {
 				return fmt.Errorf("sandbox: %w", err)
 			}
 			if _, err := fmt.Fprintf(cmd.OutOrStdout(), "%s\n", line); err != nil {
 				return fmt.Errorf("sandbox: %w", err)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "openctl sandbox: Proxmox VE simulator with %d node(s) at %s; stop with Ctrl-C\n", nodes, srv.URL())
+			fmt.Fprintf(cmd.ErrOrStderr(), "openctl sandbox: Proxmox VE simulator with %d node(s) at %s, its VMs' hosts on %s; stop with Ctrl-C\n", nodes, srv.URL(), world.Network())
 			<-ctx.Done()
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:8006", "address to listen on (port 0 picks a free port)")
+	f.StringVar(&configOut, "config-out", "", "write a configuration file for this sandbox (both providers) to this path, mode 0600")
 	f.IntVar(&nodes, "nodes", 3, "number of cluster nodes (pve1..pveN)")
 	f.Int64Var(&seed, "seed", 1, "seed for fault injection, PIDs, MAC addresses and host keys")
 	f.Float64Var(&speed, "speed", 1, "divide every simulated latency by this factor")
@@ -98,4 +142,40 @@ It serves until SIGINT or SIGTERM. --listen 127.0.0.1:0 picks a free port.`,
 	f.Float64Var(&faults.TaskFailureRate, "fault-task-failure-rate", 0, "probability that a task fails")
 	f.StringSliceVar(&faults.Routes, "fault-routes", nil, `restrict request faults to these routes ("METHOD /path", e.g. "POST /nodes/{node}/qemu/{vmid}/clone")`)
 	return cmd
+}
+
+// writeSandboxConfig writes an openctl configuration file that points the
+// Proxmox VE provider at the simulator and the K3s provider at its hosts,
+// keeping the K3s provider's files (binaries, kubeconfigs, the kubeconfig
+// merged into) under dir, never in the user's home.
+func writeSandboxConfig(path string, info sandboxInfo, dir string) error {
+	type agentSec struct {
+		BinaryDir string `yaml:"binaryDir"`
+	}
+	type sshSec struct {
+		Port         int    `yaml:"port"`
+		IdentityFile string `yaml:"identityFile"`
+	}
+	doc := map[string]any{"providers": map[string]any{
+		"proxmox": map[string]any{
+			"default-context": "sandbox",
+			"contexts":        map[string]any{"sandbox": map[string]any{"endpoint": info.URL, "credentials": "sandbox", "fingerprint": info.Fingerprint}},
+			"credentials":     map[string]any{"sandbox": map[string]any{"tokenId": info.TokenID, "tokenSecret": info.TokenSecret}},
+		},
+		"k3s": map[string]any{
+			"binaryDir":     filepath.Join(dir, "k3s"),
+			"releaseURL":    info.K3s.ReleaseURL,
+			"kubeconfigDir": filepath.Join(dir, "kubeconfigs"),
+			"kubeconfig":    filepath.Join(dir, "kubeconfig"),
+			"agent":         agentSec{BinaryDir: info.K3s.AgentBinaryDir},
+			"ssh":           sshSec{Port: info.K3s.SSHPort, IdentityFile: info.K3s.IdentityFile},
+			"addressMap":    info.K3s.AddressMap,
+		},
+	}}
+	b, err := yaml.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	b = append([]byte("# Written by openctl sandbox: valid while it runs.\n"), b...)
+	return os.WriteFile(path, b, 0o600)
 }

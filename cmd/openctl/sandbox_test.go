@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,18 +32,27 @@ func TestSandbox(t *testing.T) {
 	}
 }
 
-func testSandbox(t *testing.T, sig syscall.Signal) {
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "sandbox", "--listen", "127.0.0.1:0", "--nodes", "2", "--seed", "7", "--speed", "10")
+// sandboxProcess is `openctl sandbox` running as a process.
+type sandboxProcess struct {
+	cmd    *exec.Cmd
+	info   sandboxInfo
+	stderr *bytes.Buffer
+	done   chan error
+	exited bool
+}
+
+// startSandbox runs `openctl sandbox args...` and waits for its JSON
+// line; the process is killed at the end of the test unless it exited.
+func startSandbox(t *testing.T, ctx context.Context, args ...string) *sandboxProcess {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, os.Args[0], append([]string{"sandbox"}, args...)...)
 	cmd.Env = append(os.Environ(), "OPENCTL_TEST_MAIN=1", "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	p := &sandboxProcess{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stderr = p.stderr
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	first := make(chan string, 1)
-	done := make(chan error, 1)
 	go func() {
 		lines := bufio.NewScanner(stdout)
 		if lines.Scan() {
@@ -52,16 +62,14 @@ func testSandbox(t *testing.T, sig syscall.Signal) {
 		for lines.Scan() {
 			t.Errorf("unexpected extra stdout line: %s", lines.Text())
 		}
-		done <- cmd.Wait()
+		p.done <- cmd.Wait()
 	}()
-	exited := false
-	defer func() {
-		if !exited {
+	t.Cleanup(func() {
+		if !p.exited {
 			_ = cmd.Process.Kill()
-			<-done
+			<-p.done
 		}
-	}()
-
+	})
 	var line string
 	select {
 	case l, ok := <-first:
@@ -70,16 +78,26 @@ func testSandbox(t *testing.T, sig syscall.Signal) {
 	case <-ctx.Done():
 		t.Fatal("sandbox printed nothing")
 	}
-
-	var info map[string]string
 	dec := json.NewDecoder(strings.NewReader(line))
 	dec.DisallowUnknownFields()
-	require.NoError(t, dec.Decode(&info), line)
-	assert.ElementsMatch(t, []string{"url", "tokenId", "tokenSecret", "fingerprint"}, keys(info))
+	require.NoError(t, dec.Decode(&p.info), line)
+	return p
+}
+
+func testSandbox(t *testing.T, sig syscall.Signal) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	p := startSandbox(t, ctx, "--listen", "127.0.0.1:0", "--nodes", "2", "--seed", "7", "--speed", "10")
+	cmd, stderr, done := p.cmd, p.stderr, p.done
+	info := map[string]string{"url": p.info.URL, "tokenId": p.info.TokenID, "tokenSecret": p.info.TokenSecret, "fingerprint": p.info.Fingerprint}
 	assert.Regexp(t, `^https://127\.0\.0\.1:[1-9][0-9]*/api2/json$`, info["url"])
 	assert.Regexp(t, `^[^@]+@[^!]+![A-Za-z][A-Za-z0-9._-]*$`, info["tokenId"])
 	assert.NotEmpty(t, info["tokenSecret"])
 	assert.Regexp(t, `^([0-9A-F]{2}:){31}[0-9A-F]{2}$`, info["fingerprint"])
+	assert.Regexp(t, `^http://127\.0\.0\.1:[0-9]+$`, p.info.K3s.ReleaseURL)
+	assert.Equal(t, 2222, p.info.K3s.SSHPort)
+	assert.FileExists(t, p.info.K3s.IdentityFile)
+	assert.Regexp(t, `^127\.[0-9]+\.0\.0/16$`, p.info.K3s.AddressMap)
 
 	client := pinnedClient(info["fingerprint"])
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, info["url"]+"/version", nil)
@@ -121,7 +139,7 @@ func testSandbox(t *testing.T, sig syscall.Signal) {
 	require.NoError(t, cmd.Process.Signal(sig))
 	select {
 	case err := <-done:
-		exited = true
+		p.exited = true
 		assert.NoError(t, err, "exit after %v; stderr: %s", sig, stderr.String())
 		assert.Contains(t, stderr.String(), info["url"], "stderr tells a human where it serves")
 		assert.Equal(t, 0, cmd.ProcessState.ExitCode())
@@ -213,4 +231,44 @@ func keys(m map[string]string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestSandboxK3sFromAnotherProcess is README's CI recipe for clusters: an
+// `openctl sandbox` process, and openctl run with the configuration it
+// wrote (--config-out) plans, applies, re-plans and deletes the K3s
+// example on it — the K3s provider reaching the simulated VMs' hosts over
+// SSH with the sandbox's key, port and address map.
+func TestSandboxK3sFromAnotherProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("applies a whole cluster")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "ci.yaml")
+	startSandbox(t, ctx, "--listen", "127.0.0.1:0", "--speed", "10", "--config-out", cfg)
+	st, err := os.Stat(cfg)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+
+	env := map[string]string{"OPENCTL_HOME": filepath.Join(dir, "home"), "OPENCTL_STATE_PASSPHRASE": "ci", "HOME": filepath.Join(dir, "user")}
+	opts := options()
+	opts.Env = func(k string) string { return env[k] }
+	run := func(args ...string) (int, string) {
+		var out bytes.Buffer
+		code := cli.Run(ctx, opts, append([]string{"--config", cfg}, args...), strings.NewReader(""), &out, &out)
+		return code, out.String()
+	}
+	example := "../../examples/k3s-proxmox.yaml"
+	code, out := run("plan", "--detailed-exitcode", "-f", example)
+	require.Equal(t, 2, code, out)
+	code, out = run("apply", "-f", example)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "Apply complete: 11 created")
+	assert.Regexp(t, `dev +Ready +v1\.37\.2\+k3s1 +https://127\.[0-9]+\.1\.49:6443 +5/5`, out)
+	code, out = run("plan", "--detailed-exitcode", "-f", example)
+	assert.Equal(t, 0, code, "converged: %s", out)
+	code, out = run("delete", "-f", example)
+	assert.Equal(t, 0, code, out)
+	assert.NoDirExists(t, filepath.Join(dir, "user", ".kube"), "the user's kubeconfig is not touched")
 }
