@@ -60,10 +60,10 @@ func TestDriverConfigSSHAndAddressMap(t *testing.T) {
 
 	require.NoError(t, decode(t, "    ssh: {port: 2222, identityFile: "+key+"}\n    addressMap: 127.80.0.0/16\n"))
 	for section, want := range map[string]string{
-		"    ssh: {port: 70000}\n":                  "ssh.port",
-		"    ssh: {identityFile: /nonexistent}\n":   "ssh.identityFile",
-		"    addressMap: 192.168.1.0\n":             "want an IPv4 prefix like 127.80.0.0/16",
-		"    addressMap: 127.80.1.0/16\n":           "want an IPv4 prefix like 127.80.0.0/16",
+		"    ssh: {port: 70000}\n":                   "ssh.port",
+		"    ssh: {identityFile: /nonexistent}\n":    "ssh.identityFile",
+		"    addressMap: 192.168.1.0\n":              "want an IPv4 prefix like 127.80.0.0/16",
+		"    addressMap: 127.80.1.0/16\n":            "want an IPv4 prefix like 127.80.0.0/16",
 		"    ssh: {identityFile: " + key + ".pub}\n": "ssh.identityFile",
 	} {
 		err := decode(t, section)
