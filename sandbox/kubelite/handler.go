@@ -81,10 +81,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Every authenticated user may do everything: RBAC is not simulated.
+	if ua := r.UserAgent(); r.URL.Query().Get("pretty") == "true" || strings.HasPrefix(ua, "curl") || strings.HasPrefix(ua, "Wget") || strings.HasPrefix(ua, "Mozilla/") {
+		w = prettyWriter{w}
+	}
 	p := strings.Trim(r.URL.Path, "/")
 	switch {
 	case p == "version":
-		writeJSON(w, http.StatusOK, h.version)
+		writeJSON(prettyWriter{w}, http.StatusOK, h.version)
 	case p == "healthz" || p == "livez" || p == "readyz" || strings.HasPrefix(p, "healthz/") || strings.HasPrefix(p, "livez/") || strings.HasPrefix(p, "readyz/"):
 		health(w, r, p)
 	case p == "api":
@@ -218,9 +221,23 @@ func parseRequest(r *http.Request, gv schema.GroupVersion, parts []string) (*req
 	return req, nil
 }
 
-// writeJSON writes v with code, or as YAML if that is all the client accepts.
+// prettyWriter asks writeJSON for indented JSON, as the real server
+// writes for ?pretty=true, curl and browsers, and always for /version.
+type prettyWriter struct{ http.ResponseWriter }
+
+// Flush flushes the underlying writer.
+func (w prettyWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// writeJSON writes v with code.
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	b, err := json.Marshal(v)
+	if _, pretty := w.(prettyWriter); pretty && err == nil {
+		b, err = json.MarshalIndent(v, "", "  ")
+	}
 	if err != nil {
 		writeError(w, apierrors.NewInternalError(err))
 		return
