@@ -102,15 +102,16 @@
 //   - A server listens on its node address only, not on 0.0.0.0 or
 //     127.0.0.1: sandbox hosts share the machine's loopback. The
 //     kubeconfig still says https://127.0.0.1:6443, as k3s writes it;
-//     the in-process kubectl dials the host's own address for 127.0.0.1,
-//     ::1 and localhost; other clients must rewrite the server (as the
-//     provider does).
+//     the in-process kubectl (and k3s token) dials where the host's own
+//     server listens for 127.0.0.1, ::1 and localhost; other clients
+//     must rewrite the server (as the provider does).
 //   - kubelite stands in for the apiserver: no RBAC or admission, no
 //     controllers (no scheduler, garbage collection or ReplicaSet pods);
 //     what kubelite serves is what there is.
-//   - kubectl is a subset (above); k3s token and k3s certificate are not
-//     implemented yet (they print so and exit 1); etcd-snapshot,
-//     secrets-encrypt and check-config neither.
+//   - kubectl is a subset (above). k3s token (create, list, delete,
+//     generate, rotate) and k3s certificate rotate are the stand-in's;
+//     etcd-snapshot, secrets-encrypt and check-config print that they are
+//     not implemented and exit 1.
 //   - Manifests other than kube-vip are only recorded in the log, not
 //     applied; kube-vip's RBAC and DaemonSet objects are not created.
 //     Gratuitous ARP is only logged.

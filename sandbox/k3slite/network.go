@@ -51,7 +51,8 @@ type Network struct {
 
 	mu       sync.Mutex
 	clusters map[string]*cluster
-	vips     map[string]*vipHold // VIP address → its holder
+	vips     map[string]*vipHold                // VIP address → its holder
+	listens  map[*vmhost.Host]map[string]string // a host's running servers: port → host:port
 	closed   bool
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -75,7 +76,7 @@ func NewNetwork(opts NetworkOptions) *Network {
 		opts.NodeMonitorGracePeriod = 50 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Network{opts: opts, log: opts.Logger, clusters: map[string]*cluster{}, vips: map[string]*vipHold{}, ctx: ctx, cancel: cancel}
+	return &Network{opts: opts, log: opts.Logger, clusters: map[string]*cluster{}, vips: map[string]*vipHold{}, listens: map[*vmhost.Host]map[string]string{}, ctx: ctx, cancel: cancel}
 }
 
 // Close ends the network: every k3s program running on it stops (as its
@@ -325,4 +326,41 @@ func (n *Network) setClusterPasswd(c *cluster, passwd []byte) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	c.passwd = slices.Clone(passwd)
+}
+
+// listening records that a server on h listens on addr (host:port).
+func (n *Network) listening(h *vmhost.Host, addr string, on bool) {
+	_, port, _ := net.SplitHostPort(addr)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if on {
+		if n.listens[h] == nil {
+			n.listens[h] = map[string]string{}
+		}
+		n.listens[h][port] = addr
+		return
+	}
+	delete(n.listens[h], port)
+	if len(n.listens[h]) == 0 {
+		delete(n.listens, h)
+	}
+}
+
+// localAddr is where a connection from h to its own loopback port goes:
+// the address a server on h listens on with that port, else h's first
+// address (or 127.0.0.1) with it. An empty port is any server's.
+func (n *Network) localAddr(h *vmhost.Host, port string) string {
+	n.mu.Lock()
+	for p, addr := range n.listens[h] {
+		if port == "" || p == port {
+			n.mu.Unlock()
+			return addr
+		}
+	}
+	n.mu.Unlock()
+	host := "127.0.0.1"
+	if a, ok := primaryAddr(h); ok {
+		host = a.String()
+	}
+	return net.JoinHostPort(host, port)
 }

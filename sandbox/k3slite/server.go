@@ -270,6 +270,8 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg ServerConfi
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); srv.ServeTLS(ln, "", "") }()
+	n.listening(c.Host, ln.Addr().String(), true)
+	defer n.listening(c.Host, ln.Addr().String(), false)
 	sctx, stopAll := context.WithCancel(ctx)
 	defer func() {
 		stopAll()

@@ -89,15 +89,15 @@ func parseTokenArgs(sub string, args []string, lookupEnv func(string) (string, b
 
 // runToken runs `k3s token create|list|delete|generate|rotate`, writing
 // what k3s prints to stdout.
-func runToken(ctx context.Context, f hostFS, sub string, o tokenOptions, stdout io.Writer, lookupEnv func(string) (string, bool)) error {
+func (n *Network) runToken(ctx context.Context, f hostFS, sub string, o tokenOptions, stdout io.Writer, lookupEnv func(string) (string, bool)) error {
 	switch sub {
 	case "generate":
 		fmt.Fprintln(stdout, generateBootstrapToken())
 		return nil
 	case "rotate":
-		return rotateTokenCommand(ctx, f, o, stdout)
+		return rotateTokenCommand(ctx, f, n.localAddr(f.h, ""), o, stdout)
 	}
-	client, caPEM, err := adminClient(f, o.Kubeconfig, lookupEnv)
+	client, caPEM, err := n.adminClient(f, o.Kubeconfig, lookupEnv)
 	if err != nil {
 		return err
 	}
@@ -113,8 +113,8 @@ func runToken(ctx context.Context, f hostFS, sub string, o tokenOptions, stdout 
 }
 
 // adminClient is a client from kubeconfig and the CA it trusts.
-func adminClient(f hostFS, kubeconfig string, lookupEnv func(string) (string, bool)) (kubernetes.Interface, []byte, error) {
-	restCfg, _, err := kubectlConfig(f, f.h, kubeconfig, lookupEnv)
+func (n *Network) adminClient(f hostFS, kubeconfig string, lookupEnv func(string) (string, bool)) (kubernetes.Interface, []byte, error) {
+	restCfg, _, err := n.kubectlConfig(f, kubeconfig, lookupEnv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -218,7 +218,7 @@ func deleteBootstrapTokens(ctx context.Context, client kubernetes.Interface, ids
 // rotateTokenCommand asks the server (as the server user, with --token or
 // the server/token file) to replace the server token, as `k3s token
 // rotate` does, and prints k3s's lines.
-func rotateTokenCommand(ctx context.Context, f hostFS, o tokenOptions, stdout io.Writer) error {
+func rotateTokenCommand(ctx context.Context, f hostFS, local string, o tokenOptions, stdout io.Writer) error {
 	fmt.Fprintln(stdout, "\033[33mWARNING\033[0m: Recommended to keep a record of the old token. If restoring from a snapshot, you must use the token associated with that snapshot.")
 	token := o.Token
 	if token == "" {
@@ -228,7 +228,7 @@ func rotateTokenCommand(ctx context.Context, f hostFS, o tokenOptions, stdout io
 		}
 		token = string(bytes.TrimRight(b, "\n"))
 	}
-	sc, err := validateServer(ctx, hostLocal(f, o.Server), token, "server", func(string) {})
+	sc, err := validateServer(ctx, hostLocal(local, o.Server), token, "server", func(string) {})
 	if err != nil {
 		return err
 	}
@@ -298,22 +298,22 @@ func bootstrapTokenSecret(token, description string, ttl time.Duration, now time
 }
 
 // hostLocal makes a URL on the loopback (127.0.0.1, localhost, ::1) one
-// on the host's own address: sandbox hosts share the machine's loopback.
-func hostLocal(f hostFS, raw string) string {
+// on the host's own address (local, host:port with an empty port when
+// unknown): sandbox hosts share the machine's loopback.
+func hostLocal(local, raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return raw
 	}
 	switch u.Hostname() {
 	case "127.0.0.1", "localhost", "::1":
-		if a, ok := primaryAddr(f.h); ok {
-			port := u.Port()
-			if port == "" {
-				port = "443"
-			}
-			u.Host = net.JoinHostPort(a.String(), port)
-			return u.String()
+		host, _, _ := net.SplitHostPort(local)
+		port := u.Port()
+		if port == "" {
+			port = "443"
 		}
+		u.Host = net.JoinHostPort(host, port)
+		return u.String()
 	}
 	return raw
 }
@@ -327,7 +327,7 @@ func (n *Network) runTokenCmd(ctx context.Context, c *vmhost.Call, args []string
 	}
 	o, err := parseTokenArgs(args[0], args[1:], lookupEnv)
 	if err == nil {
-		err = runToken(ctx, hostFS{c.Host}, args[0], o, c.Stdout, lookupEnv)
+		err = n.runToken(ctx, hostFS{c.Host}, args[0], o, c.Stdout, lookupEnv)
 	}
 	if err != nil {
 		fatal(log, err.Error())
