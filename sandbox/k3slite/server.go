@@ -267,16 +267,19 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg ServerConfi
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	srv.ErrorLog = discardLogger()
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); srv.ServeTLS(ln, "", "") }()
+	served := make(chan struct{})
+	go func() { defer close(served); srv.ServeTLS(ln, "", "") }()
 	n.listening(c.Host, ln.Addr().String(), true)
 	defer n.listening(c.Host, ln.Addr().String(), false)
+	// On the way out the loops stop first — kube-vip lets the VIP go and
+	// releases its Lease through this API — then the API.
+	var wg sync.WaitGroup
 	sctx, stopAll := context.WithCancel(ctx)
 	defer func() {
 		stopAll()
-		srv.Close()
 		wg.Wait()
+		srv.Close()
+		<-served
 	}()
 	log.Info("Running kube-apiserver " + fmt.Sprint([]string{"--advertise-address=" + nodeIP.String(), "--secure-port=" + port}))
 
