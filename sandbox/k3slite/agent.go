@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"path"
 	"strings"
@@ -25,7 +24,7 @@ import (
 // certificate (the server checks the node password), retrying every 5 s
 // with "Waiting to retrieve agent configuration"; registers its Node (no
 // roles), signals ready and keeps the node's heartbeat, Lease and pods.
-func (n *Network) runAgent(ctx context.Context, c *vmhost.Call, cfg AgentConfig, log *slog.Logger) error {
+func (n *Network) runAgent(ctx context.Context, c *vmhost.Call, cfg agentConfig, log *slog.Logger) error {
 	f := hostFS{c.Host}
 	log.Info(fmt.Sprintf("Starting k3s agent %s (%s)", cfg.Version.K3s, cfg.Version.short()))
 	for _, fl := range cfg.Ignored {
@@ -203,5 +202,3 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
-
-var _ = net.JoinHostPort

@@ -88,7 +88,7 @@ func primaryAddr(h *vmhost.Host) (netip.Addr, bool) {
 
 // servingSANs: localhost, the kubernetes service names and first IP, the
 // node's name and address, and every --tls-san.
-func servingSANs(cfg ServerConfig, nodeIP net.IP) ([]string, []net.IP) {
+func servingSANs(cfg serverConfig, nodeIP net.IP) ([]string, []net.IP) {
 	dns := []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", cfg.NodeName}
 	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, nodeIP}
 	if _, svc, err := net.ParseCIDR(cfg.ServiceCIDR); err == nil {
@@ -111,7 +111,7 @@ func servingSANs(cfg ServerConfig, nodeIP net.IP) ([]string, []net.IP) {
 // does, with the Network's datastore in place of etcd and kubelite in
 // place of the kube-apiserver. It returns ctx's error after a clean
 // shutdown; any other error is fatal.
-func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg ServerConfig, log *slog.Logger) error {
+func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg serverConfig, log *slog.Logger) error {
 	f := hostFS{c.Host}
 	v := cfg.Version
 	log.Info(fmt.Sprintf("Starting k3s %s (%s)", v.K3s, v.short()))
@@ -353,7 +353,7 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg ServerConfi
 // datastore finds or makes this server's member: a new cluster (first
 // start without --server), the member on disk (a restart), or a learner
 // of the cluster it joins, promoted after the Network's PromoteDelay.
-func (n *Network) datastore(ctx context.Context, f hostFS, cfg ServerConfig, serverDir string, nodeIP net.IP, joining bool, sc *supervisorClient, log *slog.Logger) (*cluster, *member, error) {
+func (n *Network) datastore(ctx context.Context, f hostFS, cfg serverConfig, serverDir string, nodeIP net.IP, joining bool, sc *supervisorClient, log *slog.Logger) (*cluster, *member, error) {
 	markerPath := path.Join(serverDir, dbMarkerFile)
 	var cl *cluster
 	var m *member
