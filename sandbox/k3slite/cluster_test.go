@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ func TestHACluster(t *testing.T) {
 	n := newNetwork(t)
 	ctx := context.Background()
 	const v = "v1.37.2+k3s1"
+	t0 := time.Now()
 	s0 := newHost(t, n, "s0", "127.80.3.10", v)
 	p0 := start(t, n, s0, []string{"K3S_TOKEN=pw0"}, "server", "--cluster-init", "--tls-san", "127.80.3.254")
 	p0.waitReady(t)
@@ -69,6 +71,7 @@ func TestHACluster(t *testing.T) {
 	pa0.waitReady(t)
 	pa1.waitReady(t)
 
+	t.Logf("3 servers and 2 agents ready, refusals included, in %s", time.Since(t0))
 	cs := clientFor(t, s0, "127.80.3.10")
 	eventually(t, "5 Ready nodes", func() error {
 		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})

@@ -115,7 +115,7 @@ func serverFlags(cfg *serverConfig) (fs *pflag.FlagSet, tokenFile, agentTokenFil
 	fs.IntVar(&cfg.EtcdPeerPort, "standin-etcd-peer-port", 2380, "")
 	fs.StringVar(&cfg.NodePasswordFile, "standin-node-password-file", DefaultNodePasswordFile, "")
 	fs.StringVarP(&cfg.Server, "server", "s", "", "")
-	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "standin-node-monitor-grace-period", 50*time.Second, "")
+	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "standin-node-monitor-grace-period", defaultNodeMonitorGracePeriod, "")
 	fs.StringVarP(&cfg.ConfigFile, "config", "c", DefaultConfigFile, "")
 	fs.StringVar(&cfg.AgentToken, "agent-token", "", "")
 	agentTokenFile = fs.String("agent-token-file", "", "")
@@ -212,8 +212,10 @@ func finishServerConfig(hf hostFS, cfg serverConfig, fs *pflag.FlagSet, tokenFil
 	return cfg, nil
 }
 
-// Server flags the stand-in has nothing to apply to; they are accepted
-// with a warning.
+// defaultNodeMonitorGracePeriod is kube-controller-manager's
+// --node-monitor-grace-period since Kubernetes 1.32.
+const defaultNodeMonitorGracePeriod = 50 * time.Second
+
 // criticalDefaults are k3s's defaults of the critical values the stand-in
 // only records.
 var criticalDefaults = map[string]string{
@@ -221,6 +223,8 @@ var criticalDefaults = map[string]string{
 	"flannel-backend": "vxlan", "egress-selector-mode": "agent",
 }
 
+// Server flags the light k3s (like the stand-in) has nothing to apply to;
+// they are accepted with a warning.
 var (
 	ignoredStrings = []string{"advertise-address", "node-external-ip", "flannel-iface", "flannel-backend",
 		"cluster-cidr", "cluster-dns", "cluster-domain", "resolv-conf", "private-registry",

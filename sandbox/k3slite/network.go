@@ -38,7 +38,8 @@ type NetworkOptions struct {
 	// pods and servers look for deleted Nodes (default 1s).
 	PodSyncInterval time.Duration
 	// NodeMonitorGracePeriod: a node whose Lease is older turns NotReady
-	// (default 50s, kube-controller-manager's).
+	// (default 50s, kube-controller-manager's); a server's
+	// --standin-node-monitor-grace-period wins.
 	NodeMonitorGracePeriod time.Duration
 }
 
@@ -73,7 +74,7 @@ func NewNetwork(opts NetworkOptions) *Network {
 		opts.PodSyncInterval = time.Second
 	}
 	if opts.NodeMonitorGracePeriod <= 0 {
-		opts.NodeMonitorGracePeriod = 50 * time.Second
+		opts.NodeMonitorGracePeriod = defaultNodeMonitorGracePeriod
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Network{opts: opts, log: opts.Logger, clusters: map[string]*cluster{}, vips: map[string]*vipHold{}, listens: map[*vmhost.Host]map[string]string{}, ctx: ctx, cancel: cancel}

@@ -225,6 +225,9 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg serverConfi
 
 	// The datastore: the Network's stand-in for etcd.
 	cl, m, err := n.datastore(ctx, f, cfg, serverDir, nodeIP, joining, sc, log)
+	if sc != nil {
+		sc.http.CloseIdleConnections()
+	}
 	if err != nil {
 		return err
 	}
@@ -322,6 +325,12 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg serverConfi
 		n.watchManifests(sctx, c.Host, path.Join(serverDir, "manifests"), cfg.NodeName, nodeIP, apiHost, client, log)
 	}()
 
+	// --standin-node-monitor-grace-period, when given, wins over the
+	// Network's.
+	grace := n.opts.NodeMonitorGracePeriod
+	if cfg.NodeMonitorGracePeriod != defaultNodeMonitorGracePeriod {
+		grace = cfg.NodeMonitorGracePeriod
+	}
 	heartbeat := time.NewTicker(n.opts.HeartbeatInterval)
 	defer heartbeat.Stop()
 	syncT := time.NewTicker(n.opts.PodSyncInterval)
@@ -343,7 +352,7 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg serverConfi
 			if err := na.heartbeat(sctx); err != nil && sctx.Err() == nil {
 				log.Warn("node heartbeat failed", "err", err)
 			}
-			if err := nodeLifecycle(sctx, client, n.opts.NodeMonitorGracePeriod); err != nil && sctx.Err() == nil {
+			if err := nodeLifecycle(sctx, client, grace); err != nil && sctx.Err() == nil {
 				log.Warn("node lifecycle failed", "err", err)
 			}
 		}
