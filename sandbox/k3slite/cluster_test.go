@@ -160,3 +160,26 @@ func TestHACluster(t *testing.T) {
 		t.Fatalf("without quorum: %v", err)
 	}
 }
+
+// A client certificate of another cluster is refused with 401, as the
+// apiserver's authenticator does, not by the TLS handshake.
+func TestForeignClientCertificate(t *testing.T) {
+	n := newNetwork(t)
+	a := newHost(t, n, "f0", "127.80.10.10", "v1.37.2+k3s1")
+	b := newHost(t, n, "f1", "127.80.10.11", "v1.37.2+k3s1")
+	start(t, n, a, []string{"K3S_TOKEN=a"}, "server", "--cluster-init").waitReady(t)
+	start(t, n, b, []string{"K3S_TOKEN=b"}, "server", "--cluster-init").waitReady(t)
+	// b's kubeconfig against a: the CA differs too, so trust a's.
+	ca := run(t, a, "cat /var/lib/rancher/k3s/server/tls/server-ca.crt", nil)
+	run(t, b, "cat > /root/a-ca.crt", []byte(ca))
+	kc := run(t, b, "cat /etc/rancher/k3s/k3s.yaml", nil)
+	kc = strings.Replace(kc, "server: https://127.0.0.1:6443", "server: https://127.80.10.10:6443", 1)
+	i := strings.Index(kc, "certificate-authority-data:")
+	j := strings.Index(kc[i:], "\n")
+	kc = kc[:i] + "certificate-authority: /root/a-ca.crt" + kc[i+j:]
+	run(t, b, "cat > /root/a.yaml", []byte(kc))
+	_, errOut, st := sh(b, "kubectl --kubeconfig /root/a.yaml get nodes", nil)
+	if st != 1 || errOut != "error: You must be logged in to the server (Unauthorized)\n" {
+		t.Fatalf("foreign certificate: %d %q", st, errOut)
+	}
+}

@@ -260,11 +260,12 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg serverConfi
 	}
 	srv := &http.Server{
 		Handler:  sup.wrap(n.quorumGuard(cl, api)),
-		ErrorLog: nil,
+		// Client certificates are checked by kubelite, as the apiserver's
+		// authenticator does: one from another CA is a 401, not a failed
+		// handshake.
 		TLSConfig: &tls.Config{
 			Certificates: []tls.Certificate{servingKey},
-			ClientAuth:   tls.VerifyClientCertIfGiven,
-			ClientCAs:    clientPool,
+			ClientAuth:   tls.RequestClientCert,
 			MinVersion:   tls.VersionTLS12,
 		},
 		ReadHeaderTimeout: 10 * time.Second,
