@@ -259,7 +259,7 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg serverConfi
 		return fmt.Errorf("standin: kube-apiserver: %w", err)
 	}
 	srv := &http.Server{
-		Handler:  sup.wrap(n.quorumGuard(cl, api)),
+		Handler: sup.wrap(n.quorumGuard(cl, api)),
 		// Client certificates are checked by kubelite, as the apiserver's
 		// authenticator does: one from another CA is a 401, not a failed
 		// handshake.
