@@ -20,15 +20,15 @@ func TestHACluster(t *testing.T) {
 	ctx := context.Background()
 	const v = "v1.37.2+k3s1"
 	t0 := time.Now()
-	s0 := newHost(t, n, "s0", "127.80.3.10", v)
-	p0 := start(t, n, s0, []string{"K3S_TOKEN=pw0"}, "server", "--cluster-init", "--tls-san", "127.80.3.254")
+	s0 := newHost(t, n, "s0", "127.80.203.10", v)
+	p0 := start(t, n, s0, []string{"K3S_TOKEN=pw0"}, "server", "--cluster-init", "--tls-san", "127.80.203.254")
 	p0.waitReady(t)
 	token := strings.TrimSpace(run(t, s0, "cat /var/lib/rancher/k3s/server/token", nil))
-	url := "https://127.80.3.10:6443"
+	url := "https://127.80.203.10:6443"
 
 	// Two servers join at once: one becomes the learner, the other is refused.
-	s1 := newHost(t, n, "s1", "127.80.3.11", v)
-	s2 := newHost(t, n, "s2", "127.80.3.12", v)
+	s1 := newHost(t, n, "s1", "127.80.203.11", v)
+	s2 := newHost(t, n, "s2", "127.80.203.12", v)
 	p1 := start(t, n, s1, []string{"K3S_TOKEN=" + token, "K3S_URL=" + url}, "server")
 	p1.waitLog(t, "Waiting for the etcd learner to be promoted")
 	p2 := start(t, n, s2, []string{"K3S_TOKEN=" + token}, "server", "--server", url)
@@ -41,7 +41,7 @@ func TestHACluster(t *testing.T) {
 	p2.waitReady(t)
 
 	// Refusals: a wrong CA hash, a wrong password.
-	bad := newHost(t, n, "bad", "127.80.3.30", v)
+	bad := newHost(t, n, "bad", "127.80.203.30", v)
 	wrongHash := "K10" + strings.Repeat("0", 64) + "::server:pw0"
 	pb := start(t, n, bad, []string{"K3S_TOKEN=" + wrongHash}, "server", "--server", url)
 	hash := strings.TrimPrefix(strings.Split(token, "::")[0], "K10")
@@ -51,7 +51,7 @@ func TestHACluster(t *testing.T) {
 	}
 	pb = start(t, n, bad, []string{"K3S_TOKEN=K10" + hash + "::server:nope"}, "server", "--server", url)
 	if st := pb.wait(t); st != 1 || !strings.Contains(pb.log.String(),
-		`level=fatal msg="starting kubernetes: preparing server: https://127.80.3.10:6443/v1-k3s/server-bootstrap: 401 Unauthorized"`) {
+		`level=fatal msg="starting kubernetes: preparing server: https://127.80.203.10:6443/v1-k3s/server-bootstrap: 401 Unauthorized"`) {
 		t.Fatalf("wrong password: %d\n%s", st, pb.log.String())
 	}
 	if !strings.Contains(p0.log.String(), "invalid username/password combination") {
@@ -59,20 +59,20 @@ func TestHACluster(t *testing.T) {
 	}
 	// An agent with a bad password retries, logging k3s's line.
 	pa := start(t, n, bad, []string{"K3S_TOKEN=K10" + hash + "::server:nope", "K3S_URL=" + url}, "agent")
-	pa.waitLog(t, `level=error msg="token is not valid: https://127.80.3.10:6443/v1-k3s/readyz: 401 Unauthorized"`)
+	pa.waitLog(t, `level=error msg="token is not valid: https://127.80.203.10:6443/v1-k3s/readyz: 401 Unauthorized"`)
 	pa.stop()
 
 	// Agents join in parallel, one with the agent token.
-	a0 := newHost(t, n, "a0", "127.80.3.20", v)
-	a1 := newHost(t, n, "a1", "127.80.3.21", v)
+	a0 := newHost(t, n, "a0", "127.80.203.20", v)
+	a1 := newHost(t, n, "a1", "127.80.203.21", v)
 	agentToken := strings.TrimSpace(run(t, s0, "cat /var/lib/rancher/k3s/server/agent-token", nil))
 	pa0 := start(t, n, a0, []string{"K3S_TOKEN=" + token, "K3S_URL=" + url}, "agent", "--node-label", "pool=a")
-	pa1 := start(t, n, a1, []string{"K3S_TOKEN=" + agentToken, "K3S_URL=https://127.80.3.11:6443"}, "agent")
+	pa1 := start(t, n, a1, []string{"K3S_TOKEN=" + agentToken, "K3S_URL=https://127.80.203.11:6443"}, "agent")
 	pa0.waitReady(t)
 	pa1.waitReady(t)
 
 	t.Logf("3 servers and 2 agents ready, refusals included, in %s", time.Since(t0))
-	cs := clientFor(t, s0, "127.80.3.10")
+	cs := clientFor(t, s0, "127.80.203.10")
 	eventually(t, "5 Ready nodes", func() error {
 		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -96,7 +96,7 @@ func TestHACluster(t *testing.T) {
 		t.Fatalf("agent kubectl: %q", out)
 	}
 	// Every server serves the same API.
-	if nodes, err := clientFor(t, s2, "127.80.3.12").CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil || len(nodes.Items) != 5 {
+	if nodes, err := clientFor(t, s2, "127.80.203.12").CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err != nil || len(nodes.Items) != 5 {
 		t.Fatalf("through s2: %v", err)
 	}
 
@@ -165,15 +165,15 @@ func TestHACluster(t *testing.T) {
 // apiserver's authenticator does, not by the TLS handshake.
 func TestForeignClientCertificate(t *testing.T) {
 	n := newNetwork(t)
-	a := newHost(t, n, "f0", "127.80.10.10", "v1.37.2+k3s1")
-	b := newHost(t, n, "f1", "127.80.10.11", "v1.37.2+k3s1")
+	a := newHost(t, n, "f0", "127.80.210.10", "v1.37.2+k3s1")
+	b := newHost(t, n, "f1", "127.80.210.11", "v1.37.2+k3s1")
 	start(t, n, a, []string{"K3S_TOKEN=a"}, "server", "--cluster-init").waitReady(t)
 	start(t, n, b, []string{"K3S_TOKEN=b"}, "server", "--cluster-init").waitReady(t)
 	// b's kubeconfig against a: the CA differs too, so trust a's.
 	ca := run(t, a, "cat /var/lib/rancher/k3s/server/tls/server-ca.crt", nil)
 	run(t, b, "cat > /root/a-ca.crt", []byte(ca))
 	kc := run(t, b, "cat /etc/rancher/k3s/k3s.yaml", nil)
-	kc = strings.Replace(kc, "server: https://127.0.0.1:6443", "server: https://127.80.10.10:6443", 1)
+	kc = strings.Replace(kc, "server: https://127.0.0.1:6443", "server: https://127.80.210.10:6443", 1)
 	i := strings.Index(kc, "certificate-authority-data:")
 	j := strings.Index(kc[i:], "\n")
 	kc = kc[:i] + "certificate-authority: /root/a-ca.crt" + kc[i+j:]

@@ -18,12 +18,12 @@ import (
 func TestDrain(t *testing.T) {
 	n := newNetwork(t)
 	ctx := context.Background()
-	s0 := newHost(t, n, "d0", "127.80.9.10", "v1.37.2+k3s1")
+	s0 := newHost(t, n, "d0", "127.80.209.10", "v1.37.2+k3s1")
 	start(t, n, s0, []string{"K3S_TOKEN=pw"}, "server", "--cluster-init").waitReady(t)
 	token := strings.TrimSpace(run(t, s0, "cat /var/lib/rancher/k3s/server/token", nil))
-	a0 := newHost(t, n, "da", "127.80.9.20", "v1.37.2+k3s1")
-	start(t, n, a0, []string{"K3S_TOKEN=" + token, "K3S_URL=https://127.80.9.10:6443"}, "agent").waitReady(t)
-	cs := clientFor(t, s0, "127.80.9.10")
+	a0 := newHost(t, n, "da", "127.80.209.20", "v1.37.2+k3s1")
+	start(t, n, a0, []string{"K3S_TOKEN=" + token, "K3S_URL=https://127.80.209.10:6443"}, "agent").waitReady(t)
+	cs := clientFor(t, s0, "127.80.209.10")
 	for _, name := range []string{"p1", "p2"} {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 			Spec: corev1.PodSpec{NodeName: "da", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}

@@ -25,14 +25,14 @@ func TestNodeLifecycleAndDuplicateName(t *testing.T) {
 	n := k3slite.NewNetwork(opts)
 	t.Cleanup(func() { n.Close() })
 	ctx := context.Background()
-	s0 := newHost(t, n, "l0", "127.80.7.10", "v1.37.2+k3s1")
+	s0 := newHost(t, n, "l0", "127.80.207.10", "v1.37.2+k3s1")
 	start(t, n, s0, []string{"K3S_TOKEN=pw"}, "server", "--cluster-init").waitReady(t)
 	token := strings.TrimSpace(run(t, s0, "cat /var/lib/rancher/k3s/server/token", nil))
-	a0 := newHost(t, n, "la", "127.80.7.20", "v1.37.2+k3s1")
-	env := []string{"K3S_TOKEN=" + token, "K3S_URL=https://127.80.7.10:6443"}
+	a0 := newHost(t, n, "la", "127.80.207.20", "v1.37.2+k3s1")
+	env := []string{"K3S_TOKEN=" + token, "K3S_URL=https://127.80.207.10:6443"}
 	pa := start(t, n, a0, env, "agent")
 	pa.waitReady(t)
-	cs := clientFor(t, s0, "127.80.7.10")
+	cs := clientFor(t, s0, "127.80.207.10")
 	state := func(want corev1.ConditionStatus, taint bool) func() error {
 		return func() error {
 			no, err := cs.CoreV1().Nodes().Get(ctx, "la", metav1.GetOptions{})
@@ -52,7 +52,7 @@ func TestNodeLifecycleAndDuplicateName(t *testing.T) {
 	pa.waitReady(t)
 	eventually(t, "Ready again", state(corev1.ConditionTrue, false))
 
-	dup := newHost(t, n, "la-twin", "127.80.7.21", "v1.37.2+k3s1")
+	dup := newHost(t, n, "la-twin", "127.80.207.21", "v1.37.2+k3s1")
 	pd := start(t, n, dup, env, "agent", "--node-name", "la")
 	pd.waitLog(t, `level=info msg="Waiting to retrieve agent configuration; server is not ready: Node password rejected, duplicate hostname or contents of '/etc/rancher/node/password' may not match server node-passwd entry, try enabling a unique node name with the --with-node-id flag"`)
 	pd.stop()

@@ -107,18 +107,18 @@ func TestProviderScripts(t *testing.T) {
 		run(t, h, "touch /etc/systemd/system/k3s.service /etc/systemd/system/k3s-agent.service", nil)
 		return h
 	}
-	s0, s1 := mk("p0", "127.80.8.10"), mk("p1", "127.80.8.11")
-	p0 := start(t, n, s0, []string{"K3S_TOKEN=pw"}, "server", "--cluster-init", "--node-ip=127.80.8.10")
+	s0, s1 := mk("p0", "127.80.208.10"), mk("p1", "127.80.208.11")
+	p0 := start(t, n, s0, []string{"K3S_TOKEN=pw"}, "server", "--cluster-init", "--node-ip=127.80.208.10")
 	p0.waitReady(t)
 	token := strings.TrimSpace(run(t, s0, "cat /var/lib/rancher/k3s/server/token", nil))
 	join := func() *proc {
-		p := start(t, n, s1, []string{"K3S_TOKEN=" + token}, "server", "--server=https://127.80.8.10:6443", "--node-ip=127.80.8.11")
+		p := start(t, n, s1, []string{"K3S_TOKEN=" + token}, "server", "--server=https://127.80.208.10:6443", "--node-ip=127.80.208.11")
 		p.waitReady(t)
 		return p
 	}
 	p1 := join()
 
-	probe := run(t, s0, "set -- k3s 127.80.8.10\n"+providerScript(t, "probeScript"), nil)
+	probe := run(t, s0, "set -- k3s 127.80.208.10\n"+providerScript(t, "probeScript"), nil)
 	for _, line := range []string{"init=systemd", "version=v1.37.2+k3s1", "active=1", "iface=eth0", "uname=x86_64"} {
 		if !strings.Contains(probe, line+"\n") {
 			t.Errorf("probe lacks %q:\n%s", line, probe)
@@ -132,7 +132,7 @@ func TestProviderScripts(t *testing.T) {
 	}
 
 	// Removal as the provider does it: delete the Node, uninstall.
-	cs := clientFor(t, s0, "127.80.8.10")
+	cs := clientFor(t, s0, "127.80.208.10")
 	if err := cs.CoreV1().Nodes().Delete(ctx, "p1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

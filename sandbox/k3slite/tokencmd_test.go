@@ -10,7 +10,7 @@ import (
 // stand-in does them.
 func TestTokenAndCertificateCommands(t *testing.T) {
 	n := newNetwork(t)
-	s0 := newHost(t, n, "t0", "127.80.6.10", "v1.37.2+k3s1")
+	s0 := newHost(t, n, "t0", "127.80.206.10", "v1.37.2+k3s1")
 	p0 := start(t, n, s0, []string{"K3S_TOKEN=pw"}, "server", "--cluster-init")
 	p0.waitReady(t)
 	token := strings.TrimSpace(run(t, s0, "cat /var/lib/rancher/k3s/server/token", nil))
@@ -27,8 +27,8 @@ func TestTokenAndCertificateCommands(t *testing.T) {
 		t.Fatalf("token list:\n%s", out)
 	}
 	// An agent joins with the bootstrap token.
-	a0 := newHost(t, n, "ta", "127.80.6.20", "v1.37.2+k3s1")
-	pa := start(t, n, a0, []string{"K3S_TOKEN=" + hash + "::abcdef.0123456789abcdef", "K3S_URL=https://127.80.6.10:6443"}, "agent")
+	a0 := newHost(t, n, "ta", "127.80.206.20", "v1.37.2+k3s1")
+	pa := start(t, n, a0, []string{"K3S_TOKEN=" + hash + "::abcdef.0123456789abcdef", "K3S_URL=https://127.80.206.10:6443"}, "agent")
 	pa.waitReady(t)
 	if out := run(t, s0, "k3s token delete abcdef", nil); out != "bootstrap token \"abcdef\" deleted\n" {
 		t.Fatalf("token delete: %q", out)
@@ -44,12 +44,12 @@ func TestTokenAndCertificateCommands(t *testing.T) {
 	if got := strings.TrimSpace(run(t, s0, "cat /var/lib/rancher/k3s/server/token", nil)); got != hash+"::server:newpw" {
 		t.Fatalf("token after rotate: %q", got)
 	}
-	s1 := newHost(t, n, "t1", "127.80.6.11", "v1.37.2+k3s1")
-	p1 := start(t, n, s1, []string{"K3S_TOKEN=" + token}, "server", "--server", "https://127.80.6.10:6443")
+	s1 := newHost(t, n, "t1", "127.80.206.11", "v1.37.2+k3s1")
+	p1 := start(t, n, s1, []string{"K3S_TOKEN=" + token}, "server", "--server", "https://127.80.206.10:6443")
 	if st := p1.wait(t); st != 1 || !strings.Contains(p1.log.String(), "server-bootstrap: 401 Unauthorized") {
 		t.Fatalf("old token: %d\n%s", st, p1.log.String())
 	}
-	p1 = start(t, n, s1, []string{"K3S_TOKEN=" + hash + "::server:newpw"}, "server", "--server", "https://127.80.6.10:6443")
+	p1 = start(t, n, s1, []string{"K3S_TOKEN=" + hash + "::server:newpw"}, "server", "--server", "https://127.80.206.10:6443")
 	p1.waitReady(t)
 
 	// certificate rotate while stopped: a backup and a new admin certificate.
