@@ -134,6 +134,9 @@ func TestHACluster(t *testing.T) {
 	if st := p2.wait(t); st != 1 || !strings.Contains(p2.log.String(), `level=fatal msg="etcd member stopped: it was removed from the etcd cluster; delete server/db to rejoin"`) {
 		t.Fatalf("removed server: %d\n%s", st, p2.log.String())
 	}
+	if ms := n.Members("s0"); len(ms) != 2 || ms[0].Node != "s0" || ms[1].Node != "s1" || ms[1].Learner || !ms[1].Running {
+		t.Fatalf("members after removal: %+v", ms)
+	}
 	eventually(t, "secret gone", func() error {
 		_, err := cs.CoreV1().Secrets("kube-system").Get(ctx, "s2.node-password.k3s", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {

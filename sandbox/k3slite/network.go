@@ -365,3 +365,30 @@ func (n *Network) localAddr(h *vmhost.Host, port string) string {
 	}
 	return net.JoinHostPort(host, port)
 }
+
+// Member is one etcd member of a cluster, as [Network.Members] reports it.
+type Member struct {
+	Name    string // <node>-<8 hex>
+	Node    string // the node's name
+	Address string // its node IP
+	Learner bool   // not yet promoted to a voting member
+	Running bool   // its server runs
+}
+
+// Members returns the etcd members of the cluster that has a member of
+// node, in the order they were added; nil when no cluster has one.
+func (n *Network) Members(node string) []Member {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, c := range n.clusters {
+		if !slices.ContainsFunc(c.members, func(m *member) bool { return m.node == node }) {
+			continue
+		}
+		out := make([]Member, 0, len(c.members))
+		for _, m := range c.members {
+			out = append(out, Member{Name: m.name, Node: m.node, Address: m.host, Learner: m.learner, Running: m.running > 0})
+		}
+		return out
+	}
+	return nil
+}

@@ -52,6 +52,13 @@ func TestTokenAndCertificateCommands(t *testing.T) {
 	p1 = start(t, n, s1, []string{"K3S_TOKEN=" + hash + "::server:newpw"}, "server", "--server", "https://127.80.206.10:6443")
 	p1.waitReady(t)
 
+	// A bootstrap token is no server token.
+	s2 := newHost(t, n, "t2", "127.80.206.12", "v1.37.2+k3s1")
+	p2 := start(t, n, s2, nil, "server", "--token", "abcdef.0123456789abcdef")
+	if st := p2.wait(t); st != 1 || !strings.Contains(p2.log.String(), `level=fatal msg="starting kubernetes: preparing server: failed to normalize server token; must be in format K10<CA-HASH>::<USERNAME>:<PASSWORD> or <PASSWORD>"`) {
+		t.Fatalf("bootstrap token as server token: %d\n%s", st, p2.log.String())
+	}
+
 	// certificate rotate while stopped: a backup and a new admin certificate.
 	before := run(t, s0, "cat /var/lib/rancher/k3s/server/tls/client-admin.crt", nil)
 	p0.stop()
