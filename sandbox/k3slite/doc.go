@@ -78,6 +78,7 @@
 // server exits with the stand-in's fatal line, and again on every start
 // until its server/db is deleted. With fewer than a majority of voters
 // running, the API answers "etcdserver: request timed out".
+// [Network.Members] reports a cluster's membership, for tests.
 //
 // # kube-vip
 //
