@@ -459,7 +459,7 @@ func TestTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, body, hdr := get(t, c, "/api/v1/nodes?limit=500", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")
-	if code != 200 || hdr.Get("Content-Type") != "application/json;as=Table;v=v1;g=meta.k8s.io" {
+	if code != 200 || hdr.Get("Content-Type") != "application/json" {
 		t.Fatalf("table: %d %s %v", code, body, hdr)
 	}
 	var tbl metav1.Table
@@ -486,5 +486,53 @@ func TestTables(t *testing.T) {
 	}
 	if !strings.Contains(body, `"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"cp1"`) {
 		t.Fatalf("row object: %s", body)
+	}
+}
+
+// do sends a raw request with the admin certificate.
+func do(t *testing.T, c *cluster, method, path, ct, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, c.server.Server.URL+path, strings.NewReader(body))
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	resp, err := c.httpClient(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(b))
+}
+
+// TestRawErrors checks answers byte for byte against those of the real
+// kube-apiserver v1.37.2 to the same requests.
+func TestRawErrors(t *testing.T) {
+	c := newCluster(t)
+	const status = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",`
+	for _, tc := range []struct{ method, path, ct, body, want string }{
+		{"PUT", "/api/v1/nodes/n2", "application/json", `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}}`,
+			status + `"message":"the name of the object (n1) does not match the name on the URL (n2)","reason":"BadRequest","code":400}`},
+		{"POST", "/api/v1/nodes", "application/json", `{"apiVersion":"v1","kind":"Node","metadata":{}}`,
+			status + `"message":"Node \"\" is invalid: metadata.name: Required value: name or generateName is required","reason":"Invalid","details":{"kind":"Node","causes":[{"reason":"FieldValueRequired","message":"Required value: name or generateName is required","field":"metadata.name"}]},"code":422}`},
+		{"GET", "/api/v1/namespaces/default/pods/p1/eviction", "", "",
+			status + `"message":"the server does not allow this method on the requested resource","reason":"MethodNotAllowed","details":{},"code":405}`},
+		{"POST", "/api/v1/namespaces/default/configmaps/x", "application/json", `{"metadata":{"name":"x"}}`,
+			status + `"message":"the server does not allow this method on the requested resource","reason":"MethodNotAllowed","details":{},"code":405}`},
+		{"PATCH", "/api/v1/namespaces/default", "text/plain", `{}`,
+			status + `"message":"415: Unsupported Media Type","reason":"UnsupportedMediaType","details":{},"code":415}`},
+		{"POST", "/api/v1/namespaces/default/configmaps", "application/json", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}`,
+			status + `"message":"Secret in version \"v1\" cannot be handled as a ConfigMap: converting (v1.Secret) to (core.ConfigMap): unknown conversion","reason":"BadRequest","code":400}`},
+		{"POST", "/api/v1/namespaces/default/configmaps", "application/json", `{"apiVersion":"v2","kind":"ConfigMap","metadata":{"name":"x"}}`,
+			status + `"message":"ConfigMap in version \"v2\" cannot be handled as a ConfigMap: no kind \"ConfigMap\" is registered for version \"v2\" in scheme \"pkg/runtime/scheme.go:111\"","reason":"BadRequest","code":400}`},
+		{"POST", "/api/v1/namespaces/default/configmaps", "application/json", `{"metadata":{"name":"x"}`,
+			status + `"message":"the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: unexpected end of JSON input ({\"metadata\":{\"name\":\"x\"})","reason":"BadRequest","code":400}`},
+		{"GET", "/api/v1/configmaps?fieldSelector=foo%3Dbar", "", "",
+			status + `"message":"\"foo\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"","reason":"BadRequest","code":400}`},
+		{"GET", "/apis/nope/v1", "", "", "404 page not found"},
+	} {
+		if code, body := do(t, c, tc.method, tc.path, tc.ct, tc.body); body != tc.want {
+			t.Errorf("%s %s: %d\n%s\nwant\n%s", tc.method, tc.path, code, body, tc.want)
+		}
 	}
 }

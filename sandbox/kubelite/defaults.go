@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 )
 
 // setDefaults applies, on create, the defaults and admission changes of
@@ -26,6 +27,15 @@ func setDefaults(obj runtime.Object) {
 		}
 	case *corev1.Pod:
 		defaultPod(o)
+	case *corev1.Node:
+		// The TaintNodesByCondition admission plugin.
+		taint := corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}
+		for _, t := range o.Spec.Taints {
+			if t.MatchTaint(&taint) {
+				return
+			}
+		}
+		o.Spec.Taints = append(o.Spec.Taints, taint)
 	}
 }
 
@@ -74,6 +84,14 @@ func defaultPod(p *corev1.Pod) {
 					c.ImagePullPolicy = corev1.PullAlways
 				}
 			}
+			for name, q := range c.Resources.Limits {
+				if _, ok := c.Resources.Requests[name]; !ok {
+					if c.Resources.Requests == nil {
+						c.Resources.Requests = corev1.ResourceList{}
+					}
+					c.Resources.Requests[name] = q.DeepCopy()
+				}
+			}
 			for j := range c.Ports {
 				if c.Ports[j].Protocol == "" {
 					c.Ports[j].Protocol = corev1.ProtocolTCP
@@ -81,6 +99,7 @@ func defaultPod(p *corev1.Pod) {
 			}
 		}
 	}
+	serviceAccountVolume(p)
 	// The DefaultTolerationSeconds admission plugin.
 	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
 		found := false
@@ -121,4 +140,34 @@ func qosClass(p *corev1.Pod) corev1.PodQOSClass {
 		return corev1.PodQOSGuaranteed
 	}
 	return corev1.PodQOSBurstable
+}
+
+// serviceAccountVolume is the ServiceAccount admission plugin's projected
+// token volume, mounted in every container.
+func serviceAccountVolume(p *corev1.Pod) {
+	const mountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
+	if p.Spec.AutomountServiceAccountToken != nil && !*p.Spec.AutomountServiceAccountToken {
+		return
+	}
+	for _, c := range p.Spec.Containers {
+		for _, m := range c.VolumeMounts {
+			if m.MountPath == mountPath {
+				return
+			}
+		}
+	}
+	name := "kube-api-access-" + utilrand.String(5)
+	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: ptr(int64(3607)), Path: "token"}},
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+		},
+		DefaultMode: ptr(int32(0o644)),
+	}}})
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range cs {
+			cs[i].VolumeMounts = append(cs[i].VolumeMounts, corev1.VolumeMount{Name: name, ReadOnly: true, MountPath: mountPath})
+		}
+	}
 }

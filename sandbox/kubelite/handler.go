@@ -98,8 +98,22 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(p, "api/") || strings.HasPrefix(p, "apis/"):
 		h.serveAPI(w, r, strings.Split(p, "/"))
 	default:
-		writeError(w, notFound())
+		http.NotFound(w, r)
 	}
+}
+
+// restfulError is the answer of the real server's router (go-restful)
+// when no route takes a request: a Status with an empty details.
+func restfulError(code int, reason metav1.StatusReason, msg string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Message: msg, Reason: reason, Details: &metav1.StatusDetails{}, Code: int32(code)}}
+}
+
+func methodNotAllowed() error {
+	return restfulError(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "the server does not allow this method on the requested resource")
+}
+
+func unsupportedMediaType() error {
+	return restfulError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, "415: Unsupported Media Type")
 }
 
 // notFound is the real server's answer to an unknown path.
@@ -118,18 +132,19 @@ func (h *handler) serveAPI(w http.ResponseWriter, r *http.Request, parts []strin
 			if g := findGroup(parts[1]); g != nil {
 				writeJSON(w, http.StatusOK, g)
 			} else {
-				writeError(w, notFound())
+				http.NotFound(w, r)
 			}
 			return
 		}
 		gv, parts = schema.GroupVersion{Group: parts[1], Version: parts[2]}, parts[3:]
 	}
+	l := resourceList(gv)
+	if l == nil {
+		http.NotFound(w, r) // the real server's mux: no group version there
+		return
+	}
 	if len(parts) == 0 {
-		if l := resourceList(gv); l != nil {
-			writeJSON(w, http.StatusOK, l)
-		} else {
-			writeError(w, notFound())
-		}
+		writeJSON(w, http.StatusOK, l)
 		return
 	}
 	req, err := parseRequest(r, gv, parts)
@@ -194,7 +209,7 @@ func parseRequest(r *http.Request, gv schema.GroupVersion, parts []string) (*req
 		}
 	case http.MethodPost:
 		if req.name != "" && req.sub == "" {
-			return nil, apierrors.NewMethodNotSupported(req.res.gr(), "create")
+			return nil, methodNotAllowed()
 		}
 		req.verb = "create"
 	case http.MethodPut:
@@ -207,16 +222,16 @@ func parseRequest(r *http.Request, gv schema.GroupVersion, parts []string) (*req
 			req.verb = "deletecollection"
 		}
 	default:
-		return nil, apierrors.NewMethodNotSupported(req.res.gr(), r.Method)
+		return nil, methodNotAllowed()
 	}
 	if req.verb != "get" && req.verb != "list" && req.verb != "watch" && req.verb != "create" && req.name == "" && req.verb != "deletecollection" {
-		return nil, apierrors.NewMethodNotSupported(req.res.gr(), req.verb)
+		return nil, methodNotAllowed()
 	}
 	if req.sub == "eviction" && req.verb != "create" {
-		return nil, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "pods/eviction"}, req.verb)
+		return nil, methodNotAllowed()
 	}
 	if req.sub == "status" && req.verb != "get" && req.verb != "update" && req.verb != "patch" {
-		return nil, apierrors.NewMethodNotSupported(req.res.gr(), req.verb)
+		return nil, methodNotAllowed()
 	}
 	return req, nil
 }
@@ -273,6 +288,9 @@ func writeError(w http.ResponseWriter, err error) {
 	if status.Details != nil && status.Details.RetryAfterSeconds > 0 {
 		w.Header().Set("Retry-After", fmt.Sprint(status.Details.RetryAfterSeconds))
 	}
+	if status.Code == http.StatusNotAcceptable {
+		w = prettyWriter{w} // as the real server, failing to negotiate, writes it
+	}
 	writeJSON(w, int(status.Code), &status)
 }
 
@@ -314,20 +332,34 @@ func atoi(s string) int {
 	return n
 }
 
-// healthChecks are the checks the real apiserver lists for ?verbose.
-var healthChecks = []string{"ping", "log", "etcd", "poststarthook/start-apiserver-admission-initializer", "poststarthook/generic-apiserver-start-informers",
-	"poststarthook/start-apiextensions-informers", "poststarthook/start-apiextensions-controllers", "poststarthook/crd-informer-synced",
-	"poststarthook/bootstrap-controller", "poststarthook/rbac/bootstrap-roles", "poststarthook/scheduling/bootstrap-system-priority-classes",
-	"poststarthook/apiservice-registration-controller", "poststarthook/apiservice-discovery-controller", "autoregister-completion"}
+// healthChecks are the checks the real apiserver lists for ?verbose, in
+// its order; /readyz adds readyOnly after etcd and shutdown at the end,
+// /livez and /healthz livenessOnly after log.
+var (
+	healthChecks = []string{"ping", "log", "etcd", "poststarthook/start-apiserver-admission-initializer", "poststarthook/generic-apiserver-start-informers",
+		"poststarthook/priority-and-fairness-config-consumer", "poststarthook/priority-and-fairness-filter", "poststarthook/storage-object-count-tracker-hook",
+		"poststarthook/start-apiextensions-informers", "poststarthook/start-apiextensions-controllers", "poststarthook/crd-informer-synced",
+		"poststarthook/start-system-namespaces-controller", "poststarthook/peer-endpoint-reconciler-controller", "poststarthook/start-cluster-authentication-info-controller",
+		"poststarthook/start-kube-apiserver-identity-lease-controller", "poststarthook/start-kube-apiserver-identity-lease-garbage-collector",
+		"poststarthook/storage-readiness", "poststarthook/start-legacy-token-tracking-controller", "poststarthook/start-service-ip-repair-controllers",
+		"poststarthook/rbac/bootstrap-roles", "poststarthook/scheduling/bootstrap-system-priority-classes", "poststarthook/priority-and-fairness-config-producer",
+		"poststarthook/bootstrap-controller", "poststarthook/start-kubernetes-service-cidr-controller", "poststarthook/start-kube-aggregator-informers",
+		"poststarthook/apiservice-status-local-available-controller", "poststarthook/apiservice-status-remote-available-controller",
+		"poststarthook/apiservice-registration-controller", "poststarthook/apiservice-discovery-controller", "poststarthook/kube-apiserver-autoregistration",
+		"autoregister-completion", "poststarthook/apiservice-openapi-controller", "poststarthook/apiservice-openapiv3-controller"}
+	readyOnly    = []string{"etcd-readiness", "informer-sync"}
+	livenessOnly = []string{"loopback-serving-certificate"}
+)
 
 // health serves /healthz, /livez and /readyz, with ?verbose and ?exclude,
 // and their single checks (/readyz/ping).
 func health(w http.ResponseWriter, r *http.Request, p string) {
 	endpoint, check, _ := strings.Cut(p, "/")
-	checks := healthChecks
+	var checks []string
 	if endpoint == "readyz" {
-		checks = append(checks[:3:3], append([]string{"etcd-readiness", "informer-sync"}, checks[3:]...)...)
-		checks = append(checks, "shutdown")
+		checks = append(append(append(append(checks, healthChecks[:3]...), readyOnly...), healthChecks[3:]...), "shutdown")
+	} else {
+		checks = append(append(append(checks, healthChecks[:2]...), livenessOnly...), healthChecks[2:]...)
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")

@@ -38,7 +38,8 @@ const (
 	outMeta         // meta.k8s.io/v1 PartialObjectMetadata(List)
 )
 
-const tableContentType = "application/json;as=Table;v=v1;g=meta.k8s.io"
+// tableContentType is what the real server answers for a Table.
+const tableContentType = "application/json"
 
 // negotiate picks the first representation of the Accept header that is
 // served, as the real server does (protobuf and CBOR are not served).
@@ -68,8 +69,7 @@ func negotiate(r *http.Request, verb string) (output, error) {
 			}
 		}
 	}
-	return 0, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable,
-		Message: "only the following media types are accepted: application/json, application/yaml"}}
+	return 0, restfulError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/json;stream=watch")
 }
 
 // serveResource serves one resource request.
@@ -117,7 +117,9 @@ func (h *handler) serveResource(w http.ResponseWriter, r *http.Request, req *req
 		}
 	case "update":
 		var in runtime.Object
-		if in, err = decodeBody(r, req.res); err == nil {
+		if in, err = decodeBody(r, req.res); err == nil && metaOf(in).GetName() != req.name {
+			err = apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", metaOf(in).GetName(), req.name))
+		} else if err == nil {
 			s.mu.Lock()
 			_, missing := s.get(req.res, req.namespace, req.name)
 			obj, err = s.update(req.res, req.namespace, req.name, req.sub, dryRun, func(runtime.Object) (runtime.Object, error) { return in, nil })
@@ -196,18 +198,37 @@ func partialMeta(obj runtime.Object) *metav1.PartialObjectMetadata {
 	return p
 }
 
-// decodeBody reads a request body holding an object of res.
+// decodeBody reads a request body holding an object of res, refusing
+// another kind or version with the real server's messages.
 func decodeBody(r *http.Request, res *resource) (runtime.Object, error) {
 	obj := res.new()
 	if err := decodeInto(r, obj); err != nil {
+		if se, ok := err.(*apierrors.StatusError); ok && se.ErrStatus.Code == http.StatusBadRequest {
+			se.ErrStatus.Message = fmt.Sprintf("the object provided is unrecognized (must be of type %s): %s", res.kind, se.ErrStatus.Message)
+		}
 		return nil, err
 	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if gvk.Kind != "" && gvk.Kind != res.kind || gvk.Version != "" && gvk.GroupVersion() != res.gvr.GroupVersion() {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", gvk.GroupVersion(), res.gvr.GroupVersion()))
+		msg := fmt.Sprintf("%s in version %q cannot be handled as a %s: ", gvk.Kind, gvk.Version, res.kind)
+		if scheme.Scheme.Recognizes(gvk) {
+			msg += fmt.Sprintf("converting (%s.%s) to (%s.%s): unknown conversion", gvk.Version, gvk.Kind, internalGroup(res), res.kind)
+		} else {
+			msg += fmt.Sprintf("no kind %q is registered for version %q in scheme \"pkg/runtime/scheme.go:111\"", gvk.Kind, gvk.GroupVersion())
+		}
+		return nil, apierrors.NewBadRequest(msg)
 	}
 	setTypeMeta(obj, nil)
 	return obj, nil
+}
+
+// internalGroup is how the real server names a kind's internal package.
+func internalGroup(res *resource) string {
+	if res.gvr.Group == "" {
+		return "core"
+	}
+	g, _, _ := strings.Cut(res.gvr.Group, ".")
+	return g
 }
 
 var protobufSerializer = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
@@ -235,11 +256,14 @@ func decodeInto(r *http.Request, obj runtime.Object) error {
 		}
 		return nil
 	default:
-		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
-			Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf")}}
+		return unsupportedMediaType()
+	}
+	if !json.Valid(body) {
+		err := json.Unmarshal(body, new(any))
+		return apierrors.NewBadRequest(fmt.Sprintf("couldn't get version/kind; json parse error: %v (%s)", err, body))
 	}
 	if err := json.Unmarshal(body, obj); err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized: %v", err))
+		return apierrors.NewBadRequest(err.Error())
 	}
 	return nil
 }
@@ -270,8 +294,7 @@ func applyPatch(res *resource, ct string, cur runtime.Object, patch []byte) (run
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
 	default:
-		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
-			Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s", types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType)}}
+		return nil, unsupportedMediaType()
 	}
 	obj := res.new()
 	if err := json.Unmarshal(out, obj); err != nil {

@@ -498,6 +498,9 @@ func (s *Store) delete(res *resource, namespace, name string, opts *metav1.Delet
 	if !dryRun {
 		s.remove(res, cur)
 	}
+	if graceful {
+		return deleteResult{obj: obj, deleted: true}, nil // as the deletion left it (grace 0)
+	}
 	return deleteResult{obj: s.lastDeleted(res, cur), deleted: true}, nil
 }
 
