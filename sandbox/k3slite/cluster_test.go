@@ -186,3 +186,36 @@ func TestForeignClientCertificate(t *testing.T) {
 		t.Fatalf("foreign certificate: %d %q", st, errOut)
 	}
 }
+
+// An agent keeps its Lease renewed through another server when the one
+// it joined through stops (k3s's agent load balancer).
+func TestAgentLoadBalancer(t *testing.T) {
+	n := newNetwork(t)
+	ctx := context.Background()
+	s0 := newHost(t, n, "b0", "127.80.211.10", "v1.37.2+k3s1")
+	p0 := start(t, n, s0, []string{"K3S_TOKEN=pw"}, "server", "--cluster-init")
+	p0.waitReady(t)
+	token := strings.TrimSpace(run(t, s0, "cat /var/lib/rancher/k3s/server/token", nil))
+	url := "https://127.80.211.10:6443"
+	for i, name := range []string{"b1", "b2"} {
+		h := newHost(t, n, name, fmt.Sprintf("127.80.211.%d", 11+i), "v1.37.2+k3s1")
+		start(t, n, h, []string{"K3S_TOKEN=" + token, "K3S_URL=" + url}, "server").waitReady(t)
+	}
+	a := newHost(t, n, "ba", "127.80.211.20", "v1.37.2+k3s1")
+	pa := start(t, n, a, []string{"K3S_TOKEN=" + token, "K3S_URL=" + url}, "agent")
+	pa.waitReady(t)
+	p0.stop()
+	stopped := time.Now()
+	cs := clientFor(t, s0, "127.80.211.11")
+	eventually(t, "lease renewed after the stop", func() error {
+		l, err := cs.CoordinationV1().Leases("kube-node-lease").Get(ctx, "ba", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !l.Spec.RenewTime.After(stopped) {
+			return fmt.Errorf("renewed at %s", l.Spec.RenewTime)
+		}
+		return nil
+	})
+	pa.waitLog(t, "Load balancer k3s-agent-load-balancer now uses server 127.80.211.")
+}
