@@ -3,8 +3,10 @@ package kubelite
 import (
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 )
 
@@ -27,6 +29,75 @@ func setDefaults(obj runtime.Object) {
 		}
 	case *corev1.Pod:
 		defaultPod(o)
+	case *appsv1.Deployment:
+		if o.Spec.Replicas == nil {
+			o.Spec.Replicas = ptr(int32(1))
+		}
+		if o.Spec.Strategy.Type == "" {
+			o.Spec.Strategy.Type = appsv1.RollingUpdateDeploymentStrategyType
+		}
+		if o.Spec.Strategy.Type == appsv1.RollingUpdateDeploymentStrategyType {
+			if o.Spec.Strategy.RollingUpdate == nil {
+				o.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{}
+			}
+			if o.Spec.Strategy.RollingUpdate.MaxUnavailable == nil {
+				o.Spec.Strategy.RollingUpdate.MaxUnavailable = ptr(intstr.FromString("25%"))
+			}
+			if o.Spec.Strategy.RollingUpdate.MaxSurge == nil {
+				o.Spec.Strategy.RollingUpdate.MaxSurge = ptr(intstr.FromString("25%"))
+			}
+		}
+		if o.Spec.RevisionHistoryLimit == nil {
+			o.Spec.RevisionHistoryLimit = ptr(int32(10))
+		}
+		if o.Spec.ProgressDeadlineSeconds == nil {
+			o.Spec.ProgressDeadlineSeconds = ptr(int32(600))
+		}
+		defaultPodSpec(&o.Spec.Template.Spec)
+	case *appsv1.ReplicaSet:
+		if o.Spec.Replicas == nil {
+			o.Spec.Replicas = ptr(int32(1))
+		}
+		defaultPodSpec(&o.Spec.Template.Spec)
+	case *appsv1.DaemonSet:
+		if o.Spec.UpdateStrategy.Type == "" {
+			o.Spec.UpdateStrategy.Type = appsv1.RollingUpdateDaemonSetStrategyType
+		}
+		if o.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType {
+			if o.Spec.UpdateStrategy.RollingUpdate == nil {
+				o.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateDaemonSet{}
+			}
+			if o.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable == nil {
+				o.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr(intstr.FromInt32(1))
+			}
+			if o.Spec.UpdateStrategy.RollingUpdate.MaxSurge == nil {
+				o.Spec.UpdateStrategy.RollingUpdate.MaxSurge = ptr(intstr.FromInt32(0))
+			}
+		}
+		if o.Spec.RevisionHistoryLimit == nil {
+			o.Spec.RevisionHistoryLimit = ptr(int32(10))
+		}
+		defaultPodSpec(&o.Spec.Template.Spec)
+	case *appsv1.StatefulSet:
+		if o.Spec.Replicas == nil {
+			o.Spec.Replicas = ptr(int32(1))
+		}
+		if o.Spec.PodManagementPolicy == "" {
+			o.Spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
+		}
+		if o.Spec.UpdateStrategy.Type == "" {
+			o.Spec.UpdateStrategy.Type = appsv1.RollingUpdateStatefulSetStrategyType
+		}
+		if o.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType && o.Spec.UpdateStrategy.RollingUpdate == nil {
+			o.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr(int32(0))}
+		}
+		if o.Spec.RevisionHistoryLimit == nil {
+			o.Spec.RevisionHistoryLimit = ptr(int32(10))
+		}
+		if o.Spec.PersistentVolumeClaimRetentionPolicy == nil {
+			o.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType}
+		}
+		defaultPodSpec(&o.Spec.Template.Spec)
 	case *corev1.Node:
 		// The TaintNodesByCondition admission plugin.
 		taint := corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}
@@ -41,21 +112,7 @@ func setDefaults(obj runtime.Object) {
 
 func defaultPod(p *corev1.Pod) {
 	s := &p.Spec
-	if s.RestartPolicy == "" {
-		s.RestartPolicy = corev1.RestartPolicyAlways
-	}
-	if s.DNSPolicy == "" {
-		s.DNSPolicy = corev1.DNSClusterFirst
-	}
-	if s.SchedulerName == "" {
-		s.SchedulerName = corev1.DefaultSchedulerName
-	}
-	if s.TerminationGracePeriodSeconds == nil {
-		s.TerminationGracePeriodSeconds = ptr(int64(corev1.DefaultTerminationGracePeriodSeconds))
-	}
-	if s.SecurityContext == nil {
-		s.SecurityContext = &corev1.PodSecurityContext{}
-	}
+	defaultPodSpec(s)
 	if s.EnableServiceLinks == nil {
 		s.EnableServiceLinks = ptr(corev1.DefaultEnableServiceLinks)
 	}
@@ -72,29 +129,12 @@ func defaultPod(p *corev1.Pod) {
 	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
 		for i := range cs {
 			c := &cs[i]
-			if c.TerminationMessagePath == "" {
-				c.TerminationMessagePath = corev1.TerminationMessagePathDefault
-			}
-			if c.TerminationMessagePolicy == "" {
-				c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
-			}
-			if c.ImagePullPolicy == "" {
-				c.ImagePullPolicy = corev1.PullIfNotPresent
-				if img := c.Image[strings.LastIndex(c.Image, "/")+1:]; !strings.Contains(img, ":") && !strings.Contains(img, "@") || strings.HasSuffix(img, ":latest") {
-					c.ImagePullPolicy = corev1.PullAlways
-				}
-			}
 			for name, q := range c.Resources.Limits {
 				if _, ok := c.Resources.Requests[name]; !ok {
 					if c.Resources.Requests == nil {
 						c.Resources.Requests = corev1.ResourceList{}
 					}
 					c.Resources.Requests[name] = q.DeepCopy()
-				}
-			}
-			for j := range c.Ports {
-				if c.Ports[j].Protocol == "" {
-					c.Ports[j].Protocol = corev1.ProtocolTCP
 				}
 			}
 		}
@@ -113,6 +153,47 @@ func defaultPod(p *corev1.Pod) {
 		}
 	}
 	p.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: qosClass(p)}
+}
+
+// defaultPodSpec applies the defaults of a pod spec, in a pod or a template.
+func defaultPodSpec(s *corev1.PodSpec) {
+	if s.RestartPolicy == "" {
+		s.RestartPolicy = corev1.RestartPolicyAlways
+	}
+	if s.DNSPolicy == "" {
+		s.DNSPolicy = corev1.DNSClusterFirst
+	}
+	if s.SchedulerName == "" {
+		s.SchedulerName = corev1.DefaultSchedulerName
+	}
+	if s.TerminationGracePeriodSeconds == nil {
+		s.TerminationGracePeriodSeconds = ptr(int64(corev1.DefaultTerminationGracePeriodSeconds))
+	}
+	if s.SecurityContext == nil {
+		s.SecurityContext = &corev1.PodSecurityContext{}
+	}
+	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		for i := range cs {
+			c := &cs[i]
+			if c.TerminationMessagePath == "" {
+				c.TerminationMessagePath = corev1.TerminationMessagePathDefault
+			}
+			if c.TerminationMessagePolicy == "" {
+				c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
+			}
+			if c.ImagePullPolicy == "" {
+				c.ImagePullPolicy = corev1.PullIfNotPresent
+				if img := c.Image[strings.LastIndex(c.Image, "/")+1:]; !strings.Contains(img, ":") && !strings.Contains(img, "@") || strings.HasSuffix(img, ":latest") {
+					c.ImagePullPolicy = corev1.PullAlways
+				}
+			}
+			for j := range c.Ports {
+				if c.Ports[j].Protocol == "" {
+					c.Ports[j].Protocol = corev1.ProtocolTCP
+				}
+			}
+		}
+	}
 }
 
 // qosClass is the pod's quality of service class, from its containers'

@@ -220,6 +220,9 @@ func parseRequest(r *http.Request, gv schema.GroupVersion, parts []string) (*req
 		req.verb = "delete"
 		if req.name == "" {
 			req.verb = "deletecollection"
+			if req.res.noDelColl {
+				return nil, methodNotAllowed()
+			}
 		}
 	default:
 		return nil, methodNotAllowed()
@@ -441,8 +444,12 @@ func resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 		if l == nil {
 			l = &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
 		}
+		verbs := allVerbs
+		if r.noDelColl {
+			verbs = metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"}
+		}
 		l.APIResources = append(l.APIResources, metav1.APIResource{Name: r.gvr.Resource, SingularName: r.singular, Namespaced: r.namespaced, Kind: r.kind,
-			Verbs: allVerbs, ShortNames: r.shortNames, Categories: r.categories, StorageVersionHash: r.storageVersionHash()})
+			Verbs: verbs, ShortNames: r.shortNames, Categories: r.categories, StorageVersionHash: r.storageVersionHash()})
 		if r.status {
 			l.APIResources = append(l.APIResources, metav1.APIResource{Name: r.gvr.Resource + "/status", Namespaced: r.namespaced, Kind: r.kind, Verbs: metav1.Verbs{"get", "patch", "update"}})
 		}

@@ -40,7 +40,9 @@ type resource struct {
 	graceful   bool     // deletion honours a grace period (pods)
 	returnObj  bool     // delete answers the deleted object, not a Status
 	upsert     bool     // update of a missing object creates it
-	extraSubs  []string // further subresources served (eviction, finalize)
+	extraSubs  []string // further subresources served (eviction)
+	noDelColl  bool     // no deletecollection verb (namespaces)
+	storedAs   string   // the group/version/kind stored, when not gvr's (events.k8s.io events)
 
 	nameFn func(name string, prefix bool) []string
 	// fields adds the kind's own field-selector fields; nil: only metadata.name/namespace.
@@ -58,7 +60,11 @@ func (r *resource) new() runtime.Object { return reflect.New(r.typ).Interface().
 
 // storageVersionHash is what discovery reports, as the real apiserver computes it.
 func (r *resource) storageVersionHash() string {
-	sum := sha256.Sum256([]byte(r.gvr.Group + "/" + r.gvr.Version + "/" + r.kind))
+	stored := r.gvr.Group + "/" + r.gvr.Version + "/" + r.kind
+	if r.storedAs != "" {
+		stored = r.storedAs
+	}
+	sum := sha256.Sum256([]byte(stored))
 	return base64.StdEncoding.EncodeToString(sum[:8])
 }
 
@@ -69,7 +75,7 @@ var all = []string{"all"}
 var resources = []*resource{
 	// core/v1
 	{gvr: core("namespaces"), kind: "Namespace", shortNames: []string{"ns"}, typ: typeOf(corev1.Namespace{}),
-		status: true, keepStatus: true, returnObj: true, nameFn: apivalidation.NameIsDNSLabel,
+		status: true, keepStatus: true, returnObj: true, noDelColl: true, nameFn: apivalidation.NameIsDNSLabel,
 		fields: func(o runtime.Object, s fields.Set) { s["status.phase"] = string(o.(*corev1.Namespace).Status.Phase) }},
 	{gvr: core("nodes"), kind: "Node", shortNames: []string{"no"}, typ: typeOf(corev1.Node{}), status: true, keepStatus: true,
 		fields: func(o runtime.Object, s fields.Set) {
@@ -99,7 +105,7 @@ var resources = []*resource{
 	// discovery.k8s.io/v1
 	{gvr: gv("discovery.k8s.io", "v1", "endpointslices"), kind: "EndpointSlice", namespaced: true, typ: typeOf(discoveryv1.EndpointSlice{}), generation: true},
 	// events.k8s.io/v1
-	{gvr: gv("events.k8s.io", "v1", "events"), kind: "Event", namespaced: true, shortNames: []string{"ev"}, typ: typeOf(eventsv1.Event{}), upsert: true},
+	{gvr: gv("events.k8s.io", "v1", "events"), kind: "Event", namespaced: true, shortNames: []string{"ev"}, typ: typeOf(eventsv1.Event{}), upsert: true, storedAs: "/v1/Event"},
 	// policy/v1
 	{gvr: gv("policy", "v1", "poddisruptionbudgets"), kind: "PodDisruptionBudget", namespaced: true, shortNames: []string{"pdb"}, typ: typeOf(policyv1.PodDisruptionBudget{}), status: true, generation: true},
 	// rbac.authorization.k8s.io/v1 (stored, not enforced)

@@ -15,6 +15,9 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -82,6 +85,16 @@ func (h *handler) serveResource(w http.ResponseWriter, r *http.Request, req *req
 	q := r.URL.Query()
 	dryRun := len(q["dryRun"]) > 0
 	if req.verb == "watch" || req.verb == "list" {
+		var opts metainternalversion.ListOptions
+		if err := metainternalversionscheme.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err != nil {
+			writeError(w, apierrors.NewBadRequest(err.Error()))
+			return
+		}
+		opts.Watch = req.verb == "watch"
+		if errs := metainternalversionvalidation.ValidateListOptions(&opts, true); len(errs) > 0 {
+			writeError(w, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs))
+			return
+		}
 		sel, err := parseSelectors(req, q.Get("labelSelector"), q.Get("fieldSelector"))
 		if err != nil {
 			writeError(w, err)
@@ -437,11 +450,23 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, req *request, sel
 		if req.res.namespaced {
 			k = m.GetNamespace() + "/" + k
 		}
+		if req.namespace == "" || !req.res.namespaced {
+			k = "/" + k
+		} else {
+			k = "/" + m.GetName()
+		}
 		if start != "" && k < start || !sel.matches(req, obj) {
 			continue
 		}
 		if limit > 0 && int64(len(items)) == limit {
-			b, _ := json.Marshal(continueToken{"meta.k8s.io/v1", rv, k})
+			// As etcd3's: the key relative to the listed prefix of the last
+			// item returned, then a zero byte.
+			last := metaOf(items[len(items)-1])
+			lk := "/" + last.GetName()
+			if req.res.namespaced && req.namespace == "" {
+				lk = "/" + last.GetNamespace() + "/" + last.GetName()
+			}
+			b, _ := json.Marshal(continueToken{"meta.k8s.io/v1", rv, lk + "\x00"})
 			lm.Continue = base64.RawURLEncoding.EncodeToString(b)
 			rest := int64(0)
 			for _, o := range all[i:] {

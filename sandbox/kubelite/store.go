@@ -243,7 +243,9 @@ func (s *Store) create(res *resource, namespace string, obj runtime.Object, dryR
 		if nsObj, err := s.get(byGVR[core("namespaces")], "", m.GetNamespace()); err != nil {
 			return nil, err
 		} else if metaOf(nsObj).GetDeletionTimestamp() != nil {
-			return nil, apierrors.NewForbidden(res.gr(), m.GetName(), fmt.Errorf("unable to create new content in namespace %s because it is being terminated", m.GetNamespace()))
+			e := apierrors.NewForbidden(res.gr(), m.GetName(), fmt.Errorf("unable to create new content in namespace %s because it is being terminated", m.GetNamespace()))
+			e.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Message: fmt.Sprintf("namespace %s is being terminated", m.GetNamespace()), Field: "metadata.namespace"}}
+			return nil, e
 		}
 	}
 	m.SetUID(uuid.NewUUID())
@@ -260,8 +262,21 @@ func (s *Store) create(res *resource, namespace string, obj runtime.Object, dryR
 		}
 	}
 	setDefaults(obj)
+	if pod, ok := obj.(*corev1.Pod); ok {
+		// The ServiceAccount admission plugin.
+		if _, err := s.get(byGVR[core("serviceaccounts")], pod.Namespace, pod.Spec.ServiceAccountName); err != nil {
+			return nil, apierrors.NewForbidden(res.gr(), pod.Name, fmt.Errorf("error looking up service account %s/%s: %w", pod.Namespace, pod.Spec.ServiceAccountName, err))
+		}
+	}
 	if !dryRun {
 		s.commit(res, watch.Added, obj, nil)
+		if ns, ok := obj.(*corev1.Namespace); ok {
+			// The service account controller's work.
+			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns.Name}}
+			if _, err := s.create(byGVR[core("serviceaccounts")], ns.Name, sa, false); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return obj, nil
 }
@@ -386,11 +401,9 @@ func conflict(res *resource, name string) error {
 
 const registryConflictMessage = "the object has been modified; please apply your changes to the latest version and try again"
 
-// remove deletes cur at once.
+// remove deletes cur at once, and with a namespace what it holds.
 func (s *Store) remove(res *resource, cur runtime.Object) {
-	s.commit(res, watch.Deleted, nil, cur)
 	if res.gvr == core("namespaces") {
-		// The namespace controller's work: what the namespace held goes too.
 		ns := metaOf(cur).GetName()
 		for _, r := range resources {
 			if r.namespaced {
@@ -400,6 +413,7 @@ func (s *Store) remove(res *resource, cur runtime.Object) {
 			}
 		}
 	}
+	s.commit(res, watch.Deleted, nil, cur)
 }
 
 // deleteResult is what a delete did: the object (as deleted, or as now
@@ -430,6 +444,18 @@ func (s *Store) delete(res *resource, namespace, name string, opts *metav1.Delet
 		case "default", "kube-system", "kube-public":
 			return deleteResult{}, apierrors.NewForbidden(res.gr(), name, errors.New("this namespace may not be deleted"))
 		}
+		if old.GetDeletionTimestamp() != nil || dryRun {
+			return deleteResult{obj: cur}, nil
+		}
+		// Terminating, then the namespace controller's work, here at once:
+		// the namespace's objects go, then the namespace.
+		ns := cur.(*corev1.Namespace).DeepCopy()
+		ts := now()
+		ns.DeletionTimestamp = &ts
+		ns.Status.Phase = corev1.NamespaceTerminating
+		s.commit(res, watch.Modified, ns, cur)
+		s.remove(res, ns)
+		return deleteResult{obj: ns}, nil
 	}
 	grace := opts.GracePeriodSeconds
 	if grace != nil && *grace < 0 {
