@@ -40,6 +40,7 @@ type resource struct {
 	graceful   bool     // deletion honours a grace period (pods)
 	returnObj  bool     // delete answers the deleted object, not a Status
 	upsert     bool     // update of a missing object creates it
+	rvRequired bool     // an update must name the resourceVersion it replaces
 	extraSubs  []string // further subresources served (eviction)
 	noDelColl  bool     // no deletecollection verb (namespaces)
 	storedAs   string   // the group/version/kind stored, when not gvr's (events.k8s.io events)
@@ -88,7 +89,7 @@ var resources = []*resource{
 	{gvr: core("configmaps"), kind: "ConfigMap", namespaced: true, shortNames: []string{"cm"}, typ: typeOf(corev1.ConfigMap{})},
 	{gvr: core("serviceaccounts"), kind: "ServiceAccount", namespaced: true, shortNames: []string{"sa"}, typ: typeOf(corev1.ServiceAccount{}), returnObj: true},
 	{gvr: core("services"), kind: "Service", namespaced: true, shortNames: []string{"svc"}, categories: all, typ: typeOf(corev1.Service{}),
-		status: true, returnObj: true, nameFn: apivalidation.NameIsDNS1035Label},
+		status: true, returnObj: true, upsert: true, nameFn: apivalidation.NameIsDNS1035Label},
 	{gvr: core("endpoints"), kind: "Endpoints", namespaced: true, shortNames: []string{"ep"}, typ: typeOf(corev1.Endpoints{}), upsert: true},
 	{gvr: core("events"), kind: "Event", namespaced: true, shortNames: []string{"ev"}, typ: typeOf(corev1.Event{}), upsert: true, fields: eventFields},
 	{gvr: core("persistentvolumes"), kind: "PersistentVolume", shortNames: []string{"pv"}, typ: typeOf(corev1.PersistentVolume{}), status: true, returnObj: true},
@@ -101,18 +102,18 @@ var resources = []*resource{
 	// batch/v1
 	{gvr: gv("batch", "v1", "jobs"), kind: "Job", namespaced: true, categories: all, typ: typeOf(batchv1.Job{}), status: true, generation: true},
 	// coordination.k8s.io/v1
-	{gvr: gv("coordination.k8s.io", "v1", "leases"), kind: "Lease", namespaced: true, typ: typeOf(coordinationv1.Lease{})},
+	{gvr: gv("coordination.k8s.io", "v1", "leases"), kind: "Lease", namespaced: true, typ: typeOf(coordinationv1.Lease{}), upsert: true, rvRequired: true},
 	// discovery.k8s.io/v1
 	{gvr: gv("discovery.k8s.io", "v1", "endpointslices"), kind: "EndpointSlice", namespaced: true, typ: typeOf(discoveryv1.EndpointSlice{}), generation: true},
 	// events.k8s.io/v1
 	{gvr: gv("events.k8s.io", "v1", "events"), kind: "Event", namespaced: true, shortNames: []string{"ev"}, typ: typeOf(eventsv1.Event{}), upsert: true, storedAs: "/v1/Event"},
 	// policy/v1
-	{gvr: gv("policy", "v1", "poddisruptionbudgets"), kind: "PodDisruptionBudget", namespaced: true, shortNames: []string{"pdb"}, typ: typeOf(policyv1.PodDisruptionBudget{}), status: true, generation: true},
+	{gvr: gv("policy", "v1", "poddisruptionbudgets"), kind: "PodDisruptionBudget", namespaced: true, shortNames: []string{"pdb"}, typ: typeOf(policyv1.PodDisruptionBudget{}), status: true, generation: true, rvRequired: true},
 	// rbac.authorization.k8s.io/v1 (stored, not enforced)
-	{gvr: gv("rbac.authorization.k8s.io", "v1", "clusterrolebindings"), kind: "ClusterRoleBinding", typ: typeOf(rbacv1.ClusterRoleBinding{}), nameFn: pathSegmentName},
-	{gvr: gv("rbac.authorization.k8s.io", "v1", "clusterroles"), kind: "ClusterRole", typ: typeOf(rbacv1.ClusterRole{}), nameFn: pathSegmentName},
-	{gvr: gv("rbac.authorization.k8s.io", "v1", "rolebindings"), kind: "RoleBinding", namespaced: true, typ: typeOf(rbacv1.RoleBinding{}), nameFn: pathSegmentName},
-	{gvr: gv("rbac.authorization.k8s.io", "v1", "roles"), kind: "Role", namespaced: true, typ: typeOf(rbacv1.Role{}), nameFn: pathSegmentName},
+	{gvr: gv("rbac.authorization.k8s.io", "v1", "clusterrolebindings"), kind: "ClusterRoleBinding", typ: typeOf(rbacv1.ClusterRoleBinding{}), nameFn: pathSegmentName, upsert: true},
+	{gvr: gv("rbac.authorization.k8s.io", "v1", "clusterroles"), kind: "ClusterRole", typ: typeOf(rbacv1.ClusterRole{}), nameFn: pathSegmentName, upsert: true},
+	{gvr: gv("rbac.authorization.k8s.io", "v1", "rolebindings"), kind: "RoleBinding", namespaced: true, typ: typeOf(rbacv1.RoleBinding{}), nameFn: pathSegmentName, upsert: true},
+	{gvr: gv("rbac.authorization.k8s.io", "v1", "roles"), kind: "Role", namespaced: true, typ: typeOf(rbacv1.Role{}), nameFn: pathSegmentName, upsert: true},
 	// scheduling.k8s.io/v1
 	{gvr: gv("scheduling.k8s.io", "v1", "priorityclasses"), kind: "PriorityClass", shortNames: []string{"pc"}, typ: typeOf(schedulingv1.PriorityClass{}), generation: true},
 	// storage.k8s.io/v1

@@ -144,8 +144,11 @@ func replaceWith(obj runtime.Object, keepRV bool) func(runtime.Object) (runtime.
 	return func(cur runtime.Object) (runtime.Object, error) {
 		out := obj.DeepCopyObject()
 		if !keepRV {
-			m, _ := meta.Accessor(out)
-			m.SetResourceVersion("")
+			rv := ""
+			if cur != nil {
+				rv = metaOf(cur).GetResourceVersion()
+			}
+			metaOf(out).SetResourceVersion(rv)
 		}
 		return out, nil
 	}
@@ -351,6 +354,9 @@ func (s *Store) update(res *resource, namespace, name, sub string, dryRun bool, 
 	}
 	if rv := m.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
 		return nil, conflict(res, name)
+	} else if rv == "" && res.rvRequired {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: res.gvr.Group, Kind: res.gvr.Resource}, name,
+			field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")})
 	}
 	if uid := m.GetUID(); uid != "" && uid != old.GetUID() {
 		return nil, apierrors.NewConflict(res.gr(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, old.GetUID()))
