@@ -542,3 +542,49 @@ func TestRawErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestWireFormats runs the same calls with client-go preferring protobuf
+// (its default for built-in types) and with a JSON-only client.
+func TestWireFormats(t *testing.T) {
+	c := newCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	jsonCfg := rest.CopyConfig(c.config)
+	jsonCfg.ContentType, jsonCfg.AcceptContentTypes = "application/json", "application/json"
+	for name, cl := range map[string]kubernetes.Interface{"protobuf": c.client, "json": kubernetes.NewForConfigOrDie(jsonCfg)} {
+		t.Run(name, func(t *testing.T) {
+			cms := cl.CoreV1().ConfigMaps("default")
+			w, err := cms.Watch(ctx, metav1.ListOptions{LabelSelector: "client=" + name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"client": name}}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
+			if err != nil || cm.Data["k"] != "v" {
+				t.Fatalf("create: %v %+v", err, cm)
+			}
+			l, err := cms.List(ctx, metav1.ListOptions{LabelSelector: "client=" + name})
+			if err != nil || len(l.Items) != 1 || l.Items[0].UID != cm.UID || l.ResourceVersion == "" {
+				t.Fatalf("list: %v %+v", err, l)
+			}
+			if e := <-w.ResultChan(); e.Type != watch.Added || e.Object.(*corev1.ConfigMap).UID != cm.UID {
+				t.Fatalf("watch: %+v", e)
+			}
+			err = cms.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cm.UID}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := <-w.ResultChan(); e.Type != watch.Deleted {
+				t.Fatalf("watch: %+v", e)
+			}
+			_, err = cms.Get(ctx, name, metav1.GetOptions{})
+			if st := statusOf(t, err); st.Code != 404 || st.Message != `configmaps "`+name+`" not found` {
+				t.Fatalf("get deleted: %+v", st)
+			}
+		})
+	}
+	code, body, hdr := get(t, c, "/api/v1/namespaces", "application/vnd.kubernetes.protobuf")
+	if code != 200 || hdr.Get("Content-Type") != "application/vnd.kubernetes.protobuf" || !strings.HasPrefix(body, "k8s\x00") {
+		t.Fatalf("protobuf list: %d %v %q", code, hdr, body)
+	}
+}

@@ -35,10 +35,11 @@ import (
 type output int
 
 const (
-	outJSON  output = iota
-	outYAML         // application/yaml
-	outTable        // a meta.k8s.io/v1 Table
-	outMeta         // meta.k8s.io/v1 PartialObjectMetadata(List)
+	outJSON     output = iota
+	outYAML            // application/yaml
+	outTable           // a meta.k8s.io/v1 Table
+	outMeta            // meta.k8s.io/v1 PartialObjectMetadata(List)
+	outProtobuf        // application/vnd.kubernetes.protobuf
 )
 
 // tableContentType is what the real server answers for a Table.
@@ -70,9 +71,13 @@ func negotiate(r *http.Request, verb string) (output, error) {
 			if params["as"] == "" {
 				return outYAML, nil
 			}
+		case runtime.ContentTypeProtobuf:
+			if params["as"] == "" && params["g"] == "" {
+				return outProtobuf, nil
+			}
 		}
 	}
-	return 0, restfulError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/json;stream=watch")
+	return 0, restfulError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf, application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch")
 }
 
 // serveResource serves one resource request.
@@ -192,6 +197,8 @@ func writeObject(w http.ResponseWriter, code int, res *resource, obj runtime.Obj
 		writeJSON(w, code, partialMeta(obj))
 	case outYAML:
 		writeYAML(w, code, typed(res, obj))
+	case outProtobuf:
+		writeProtobuf(w, code, typed(res, obj))
 	default:
 		writeJSON(w, code, typed(res, obj))
 	}
@@ -497,6 +504,13 @@ func writeList(w http.ResponseWriter, res *resource, items []runtime.Object, lm 
 			l.Items = append(l.Items, *partialMeta(obj))
 		}
 		writeJSON(w, http.StatusOK, l)
+	case outProtobuf:
+		l, err := typedList(res, items, lm)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeProtobuf(w, http.StatusOK, l)
 	default:
 		if items == nil {
 			items = []runtime.Object{}
@@ -594,8 +608,13 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 	}
 
 	ct := "application/json"
-	if out == outTable {
+	var pb *protobufWatchEncoder
+	switch out {
+	case outTable:
 		ct = tableContentType
+	case outProtobuf:
+		ct = runtime.ContentTypeProtobuf + ";stream=watch"
+		pb = newProtobufWatchEncoder(w)
 	}
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Cache-Control", "no-cache, private")
@@ -614,8 +633,13 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 			o = t
 		case out == outMeta:
 			o = partialMeta(obj)
+		case pb != nil:
+			return pb.encode(typ, typed(req.res, obj))
 		default:
 			o = typed(req.res, obj)
+		}
+		if pb != nil {
+			return pb.encode(typ, o.(runtime.Object))
 		}
 		return enc.Encode(watchEvent{typ, o})
 	}
