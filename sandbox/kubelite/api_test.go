@@ -588,3 +588,45 @@ func TestWireFormats(t *testing.T) {
 		t.Fatalf("protobuf list: %d %v %q", code, hdr, body)
 	}
 }
+
+func TestStoreHelpers(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+	n := node("direct", map[string]string{"a": "b"})
+	if err := c.store.Put(n); err != nil {
+		t.Fatal(err)
+	}
+	if n.UID == "" || n.ResourceVersion == "" || len(n.Spec.Taints) != 1 {
+		t.Fatalf("Put did not fill the object: %+v", n)
+	}
+	got, err := c.client.CoreV1().Nodes().Get(ctx, "direct", metav1.GetOptions{})
+	if err != nil || got.UID != n.UID || got.Status.NodeInfo.KubeletVersion != "v1.37.2+k3s1" {
+		t.Fatalf("node put in the store, read through the API: %v %+v", err, got)
+	}
+	// Put replaces whatever the resourceVersion, status included.
+	n.ResourceVersion = "1"
+	n.Status.Conditions[0].Status = corev1.ConditionFalse
+	n.Labels["a"] = "c"
+	if err := c.store.Put(n); err != nil {
+		t.Fatal(err)
+	}
+	var back corev1.Node
+	if err := c.store.Get("", "direct", &back); err != nil || back.Labels["a"] != "c" || back.Status.Conditions[0].Status != corev1.ConditionFalse || back.UID != got.UID {
+		t.Fatalf("Get after the second Put: %v %+v", err, back)
+	}
+	// A pod put with its status keeps it (create resets it, Put sets it again).
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "kube-system"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i:1"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	if err := c.store.Put(p); err != nil || p.Status.Phase != corev1.PodRunning {
+		t.Fatalf("Put pod: %v %+v", err, p.Status)
+	}
+	if err := c.store.Delete("", "direct", &corev1.Node{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.store.Get("", "direct", &back); !apierrors.IsNotFound(err) {
+		t.Fatalf("Get after Delete: %v", err)
+	}
+	if err := c.store.Put(&metav1.Status{}); err == nil {
+		t.Fatal("Put of a kind that is not served")
+	}
+}

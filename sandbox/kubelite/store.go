@@ -102,7 +102,7 @@ func (s *Store) Put(obj runtime.Object) error {
 	s.mu.Lock()
 	var out runtime.Object
 	if _, err = s.get(res, m.GetNamespace(), m.GetName()); apierrors.IsNotFound(err) {
-		out, err = s.create(res, m.GetNamespace(), in, false)
+		out, err = s.create(res, m.GetNamespace(), in.DeepCopyObject(), false)
 		if err == nil && res.status && !res.keepStatus {
 			out, err = s.update(res, m.GetNamespace(), m.GetName(), "status", false, replaceWith(in, false))
 		}
