@@ -10,13 +10,30 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openctl/openctl/sandbox/k3slite"
+	"github.com/openctl/openctl/sandbox/vmhost"
 )
 
 // A cluster as the provider forms it: the first server, servers joined one
 // at a time (a second concurrent join refused with etcd's learner error),
 // agents, refusals of bad tokens, and a deleted server's member removed.
 func TestHACluster(t *testing.T) {
-	n := newNetwork(t)
+	opts := testOpts
+	opts.PromoteDelay = -1 // learners wait for n.PromoteLearners
+	n := k3slite.NewNetwork(opts)
+	t.Cleanup(func() { n.Close() })
+	// join starts a server that joins, and promotes it once it waits.
+	join := func(h *vmhost.Host, env []string, args ...string) *proc {
+		t.Helper()
+		p := start(t, n, h, env, args...)
+		p.waitLog(t, "Waiting for the etcd learner to be promoted")
+		if got := n.PromoteLearners(); len(got) != 1 || !strings.HasPrefix(got[0], h.Hostname()+"-") {
+			t.Fatalf("promoted %v", got)
+		}
+		p.waitReady(t)
+		return p
+	}
 	ctx := context.Background()
 	const v = "v1.37.2+k3s1"
 	t0 := time.Now()
@@ -36,9 +53,9 @@ func TestHACluster(t *testing.T) {
 		`level=fatal msg="starting kubernetes: preparing server: start managed database: joining etcd cluster: etcdserver: too many learner members in cluster"`) {
 		t.Fatalf("concurrent join: status %d\n%s", st, p2.log.String())
 	}
+	n.PromoteLearners()
 	p1.waitReady(t)
-	p2 = start(t, n, s2, []string{"K3S_TOKEN=" + token}, "server", "--server", url)
-	p2.waitReady(t)
+	p2 = join(s2, []string{"K3S_TOKEN=" + token}, "server", "--server", url)
 
 	// Refusals: a wrong CA hash, a wrong password.
 	bad := newHost(t, n, "bad", "127.80.203.30", v)
@@ -150,8 +167,7 @@ func TestHACluster(t *testing.T) {
 	}
 	// Its datastore deleted, it joins afresh.
 	run(t, s2, "rm -rf /var/lib/rancher/k3s/server/db", nil)
-	p2 = start(t, n, s2, []string{"K3S_TOKEN=" + token}, "server", "--server", url)
-	p2.waitReady(t)
+	p2 = join(s2, []string{"K3S_TOKEN=" + token}, "server", "--server", url)
 	eventually(t, "s2 back", func() error {
 		_, err := cs.CoreV1().Nodes().Get(ctx, "s2", metav1.GetOptions{})
 		return err
