@@ -73,7 +73,7 @@
 // server as k3s does (CA hash, then credentials), takes the bootstrap data
 // over HTTPS, checks the critical values and becomes a learner; one learner
 // at a time (etcd's "too many learner members in cluster"), promoted
-// NetworkOptions.PromoteDelay after it runs. Deleting a Node removes its
+// NetworkOptions.PromoteDelay after it runs (or by [Network.PromoteLearners]). Deleting a Node removes its
 // member (by the other servers) and its node-password secret; the removed
 // server exits with the stand-in's fatal line, and again on every start
 // until its server/db is deleted. With fewer than a majority of voters
