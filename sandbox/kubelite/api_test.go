@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -628,5 +629,52 @@ func TestStoreHelpers(t *testing.T) {
 	}
 	if err := c.store.Put(&metav1.Status{}); err == nil {
 		t.Fatal("Put of a kind that is not served")
+	}
+}
+
+// TestDefaultsAndValidation checks what the real server was seen to do
+// to the same requests.
+func TestDefaultsAndValidation(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+	sec, err := c.client.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}, StringData: map[string]string{"a": "b"}}, metav1.CreateOptions{})
+	if err != nil || string(sec.Data["a"]) != "b" || sec.StringData != nil {
+		t.Fatalf("stringData: %v %+v", err, sec)
+	}
+	svc, err := c.client.CoreV1().Services("default").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "svc"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{})
+	if err != nil || !strings.HasPrefix(svc.Spec.ClusterIP, "10.43.") || svc.Spec.Type != corev1.ServiceTypeClusterIP || svc.Spec.Ports[0].TargetPort.IntVal != 80 || svc.Spec.Ports[0].Protocol != corev1.ProtocolTCP {
+		t.Fatalf("service: %v %+v", err, svc)
+	}
+	pods := c.client.CoreV1().Pods("default")
+	if _, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "c", Image: "nginx:1.27"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := pods.Patch(ctx, "p", types.StrategicMergePatchType, []byte(`{"spec":{"containers":[{"name":"c","image":"nginx:1.28"}]}}`), metav1.PatchOptions{})
+	if err != nil || p.Spec.Containers[0].Image != "nginx:1.28" || p.Generation != 2 {
+		t.Fatalf("image update: %v %+v", err, p)
+	}
+	_, err = pods.Patch(ctx, "p", types.StrategicMergePatchType, []byte(`{"spec":{"containers":[{"name":"c","command":["x"]}]}}`), metav1.PatchOptions{})
+	if st := statusOf(t, err); st.Code != 422 || !strings.HasPrefix(st.Message, "Pod \"p\" is invalid: spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`") {
+		t.Fatalf("pod spec update: %+v", st)
+	}
+	if _, err := pods.Patch(ctx, "p", types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/x"]}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pods.Delete(ctx, "p", metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pods.Patch(ctx, "p", types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/y"]}}`), metav1.PatchOptions{})
+	if st := statusOf(t, err); st.Code != 422 || st.Message != `Pod "p" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{"example.com/y"}` {
+		t.Fatalf("finalizer on a deleted pod: %+v", st)
+	}
+	_, err = pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "q"}, Spec: corev1.PodSpec{ServiceAccountName: "nope", Containers: []corev1.Container{{Name: "c", Image: "i:1"}}}}, metav1.CreateOptions{})
+	if st := statusOf(t, err); st.Code != 403 || st.Message != `pods "q" is forbidden: error looking up service account default/nope: serviceaccount "nope" not found` {
+		t.Fatalf("pod of a missing service account: %+v", st)
+	}
+	ds, err := c.client.AppsV1().DaemonSets("default").Create(ctx, &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "d"}, Spec: appsv1.DaemonSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b"}}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}}}, metav1.CreateOptions{})
+	if err != nil || ds.Annotations[appsv1.DeprecatedTemplateGeneration] != "1" || *ds.Spec.RevisionHistoryLimit != 10 || ds.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyAlways {
+		t.Fatalf("daemonset: %v %+v", err, ds)
 	}
 }

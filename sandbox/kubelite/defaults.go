@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
@@ -27,6 +28,8 @@ func setDefaults(obj runtime.Object) {
 		if o.Type == "" {
 			o.Type = corev1.SecretTypeOpaque
 		}
+	case *corev1.Service:
+		defaultService(o)
 	case *corev1.Pod:
 		defaultPod(o)
 	case *appsv1.Deployment:
@@ -78,6 +81,10 @@ func setDefaults(obj runtime.Object) {
 			o.Spec.RevisionHistoryLimit = ptr(int32(10))
 		}
 		defaultPodSpec(&o.Spec.Template.Spec)
+		if o.Annotations == nil {
+			o.Annotations = map[string]string{}
+		}
+		o.Annotations[appsv1.DeprecatedTemplateGeneration] = "1"
 	case *appsv1.StatefulSet:
 		if o.Spec.Replicas == nil {
 			o.Spec.Replicas = ptr(int32(1))
@@ -89,7 +96,7 @@ func setDefaults(obj runtime.Object) {
 			o.Spec.UpdateStrategy.Type = appsv1.RollingUpdateStatefulSetStrategyType
 		}
 		if o.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType && o.Spec.UpdateStrategy.RollingUpdate == nil {
-			o.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr(int32(0))}
+			o.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr(int32(0)), MaxUnavailable: ptr(intstr.FromInt32(1))}
 		}
 		if o.Spec.RevisionHistoryLimit == nil {
 			o.Spec.RevisionHistoryLimit = ptr(int32(10))
@@ -251,4 +258,82 @@ func serviceAccountVolume(p *corev1.Pod) {
 			cs[i].VolumeMounts = append(cs[i].VolumeMounts, corev1.VolumeMount{Name: name, ReadOnly: true, MountPath: mountPath})
 		}
 	}
+}
+
+// normalize is what the real server does to every object it is given,
+// on create and update: a Secret's stringData is merged into its data.
+func normalize(obj runtime.Object) {
+	if sec, ok := obj.(*corev1.Secret); ok && sec.StringData != nil {
+		if sec.Data == nil {
+			sec.Data = map[string][]byte{}
+		}
+		for k, v := range sec.StringData {
+			sec.Data[k] = []byte(v)
+		}
+		sec.StringData = nil
+	}
+}
+
+// defaultService applies a Service's defaults; its cluster IP is set by
+// the Store's allocator.
+func defaultService(svc *corev1.Service) {
+	s := &svc.Spec
+	if s.Type == "" {
+		s.Type = corev1.ServiceTypeClusterIP
+	}
+	if s.SessionAffinity == "" {
+		s.SessionAffinity = corev1.ServiceAffinityNone
+	}
+	for i := range s.Ports {
+		p := &s.Ports[i]
+		if p.Protocol == "" {
+			p.Protocol = corev1.ProtocolTCP
+		}
+		if p.TargetPort == (intstr.IntOrString{}) {
+			p.TargetPort = intstr.FromInt32(p.Port)
+		}
+	}
+	if s.Type != corev1.ServiceTypeExternalName && s.InternalTrafficPolicy == nil {
+		s.InternalTrafficPolicy = ptr(corev1.ServiceInternalTrafficPolicyCluster)
+	}
+	if (s.Type == corev1.ServiceTypeNodePort || s.Type == corev1.ServiceTypeLoadBalancer) && s.ExternalTrafficPolicy == "" {
+		s.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+	}
+	if s.Type != corev1.ServiceTypeExternalName && s.ClusterIP != corev1.ClusterIPNone {
+		if s.IPFamilyPolicy == nil {
+			s.IPFamilyPolicy = ptr(corev1.IPFamilyPolicySingleStack)
+		}
+		if len(s.IPFamilies) == 0 {
+			s.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
+		}
+	}
+}
+
+// podUpdateForbidden is the real validation's refusal of a pod spec
+// change (without its diff of the two specs), or "" when allowed.
+func podUpdateForbidden(old, cur *corev1.Pod) string {
+	munged := cur.Spec.DeepCopy()
+	if len(munged.Containers) == len(old.Spec.Containers) && len(munged.InitContainers) == len(old.Spec.InitContainers) {
+		for i := range munged.Containers {
+			munged.Containers[i].Image = old.Spec.Containers[i].Image
+		}
+		for i := range munged.InitContainers {
+			munged.InitContainers[i].Image = old.Spec.InitContainers[i].Image
+		}
+	}
+	munged.ActiveDeadlineSeconds = old.Spec.ActiveDeadlineSeconds
+	added := len(munged.Tolerations) >= len(old.Spec.Tolerations)
+	for i := range old.Spec.Tolerations {
+		added = added && i < len(munged.Tolerations) && munged.Tolerations[i].MatchToleration(&old.Spec.Tolerations[i])
+	}
+	if added {
+		munged.Tolerations = old.Spec.Tolerations
+	}
+	if old.Spec.TerminationGracePeriodSeconds != nil && *old.Spec.TerminationGracePeriodSeconds < 0 && munged.TerminationGracePeriodSeconds != nil && *munged.TerminationGracePeriodSeconds == 1 {
+		munged.TerminationGracePeriodSeconds = old.Spec.TerminationGracePeriodSeconds
+	}
+	if apiequality.Semantic.DeepEqual(munged, &old.Spec) {
+		return ""
+	}
+	return "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"
 }

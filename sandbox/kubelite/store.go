@@ -3,12 +3,14 @@ package kubelite
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"reflect"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -264,10 +266,17 @@ func (s *Store) create(res *resource, namespace string, obj runtime.Object, dryR
 			st.SetZero()
 		}
 	}
+	normalize(obj)
 	setDefaults(obj)
+	if svc, ok := obj.(*corev1.Service); ok {
+		if err := s.allocateClusterIP(svc); err != nil {
+			return nil, err
+		}
+	}
 	if pod, ok := obj.(*corev1.Pod); ok {
 		// The ServiceAccount admission plugin.
 		if _, err := s.get(byGVR[core("serviceaccounts")], pod.Namespace, pod.Spec.ServiceAccountName); err != nil {
+			err = apierrors.NewNotFound(schema.GroupResource{Resource: "serviceaccount"}, pod.Spec.ServiceAccountName) // as its lister says
 			return nil, apierrors.NewForbidden(res.gr(), pod.Name, fmt.Errorf("error looking up service account %s/%s: %w", pod.Namespace, pod.Spec.ServiceAccountName, err))
 		}
 	}
@@ -367,8 +376,17 @@ func (s *Store) update(res *resource, namespace, name, sub string, dryRun bool, 
 	m.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
 	m.SetGeneration(old.GetGeneration())
 	m.SetResourceVersion(old.GetResourceVersion())
-	if old.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) > len(old.GetFinalizers()) {
-		return nil, apierrors.NewInvalid(res.gk(), name, field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"), "no new finalizers can be added if the object is being deleted")})
+	if old.GetDeletionTimestamp() != nil {
+		var added []string
+		for _, f := range m.GetFinalizers() {
+			if !contains(old.GetFinalizers(), f) {
+				added = append(added, f)
+			}
+		}
+		if len(added) > 0 {
+			return nil, apierrors.NewInvalid(res.gk(), name, field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"),
+				fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %#v", added))})
+		}
 	}
 	switch {
 	case sub == "status":
@@ -383,8 +401,20 @@ func (s *Store) update(res *resource, namespace, name, sub string, dryRun bool, 
 	case res.status:
 		field0(obj, "Status").Set(field0(cur, "Status"))
 	}
+	normalize(obj)
+	if pod, ok := obj.(*corev1.Pod); ok && sub == "" {
+		if msg := podUpdateForbidden(cur.(*corev1.Pod), pod); msg != "" {
+			return nil, apierrors.NewInvalid(res.gk(), name, field.ErrorList{field.Forbidden(field.NewPath("spec"), msg)})
+		}
+	}
 	if res.generation && !apiequality.Semantic.DeepEqual(field0(obj, "Spec").Interface(), field0(cur, "Spec").Interface()) {
 		m.SetGeneration(old.GetGeneration() + 1)
+		if ds, ok := obj.(*appsv1.DaemonSet); ok && !apiequality.Semantic.DeepEqual(ds.Spec.Template, cur.(*appsv1.DaemonSet).Spec.Template) {
+			if ds.Annotations == nil {
+				ds.Annotations = map[string]string{}
+			}
+			ds.Annotations[appsv1.DeprecatedTemplateGeneration] = strconv.FormatInt(ds.Generation, 10)
+		}
 	}
 	setTypeMeta(obj, nil)
 	if apiequality.Semantic.DeepEqual(obj, cur) {
@@ -552,3 +582,40 @@ func kindResource(res *resource) schema.GroupResource {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// serviceCIDR is where Services get their cluster IP: k3s's default,
+// 10.43.0.0/16, whose first address is the kubernetes Service's.
+var serviceCIDR = netip.MustParsePrefix("10.43.0.0/16")
+
+// allocateClusterIP gives a ClusterIP Service a free random address of
+// serviceCIDR (past the first), or checks the one it asks for.
+func (s *Store) allocateClusterIP(svc *corev1.Service) error {
+	if svc.Spec.Type == corev1.ServiceTypeExternalName || svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+			svc.Spec.ClusterIPs = []string{corev1.ClusterIPNone}
+		}
+		return nil
+	}
+	used := map[string]bool{}
+	for _, o := range s.list(byGVR[core("services")], "") {
+		used[o.(*corev1.Service).Spec.ClusterIP] = true
+	}
+	if ip := svc.Spec.ClusterIP; ip != "" {
+		if used[ip] {
+			return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.Invalid(field.NewPath("spec", "clusterIPs").Index(0), ip, "provided IP is already allocated")})
+		}
+		svc.Spec.ClusterIPs = []string{ip}
+		return nil
+	}
+	base := serviceCIDR.Addr().As4()
+	size := 1 << (32 - serviceCIDR.Bits())
+	for start, i := 2+utilrand.Intn(size-3), 0; i < size-3; i++ {
+		n := 2 + (start-2+i)%(size-3)
+		ip := netip.AddrFrom4([4]byte{base[0], base[1], base[2] + byte(n>>8), base[3] + byte(n)}).String()
+		if !used[ip] {
+			svc.Spec.ClusterIP, svc.Spec.ClusterIPs = ip, []string{ip}
+			return nil
+		}
+	}
+	return apierrors.NewInternalError(errors.New("range is full"))
+}
