@@ -254,7 +254,21 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg serverConfi
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(listenHost, port))
+	// The server's own client of its API (admin), made before it serves:
+	// the supervisor checks bootstrap tokens and node passwords with it.
+	apiHost := net.JoinHostPort(listenHost, port)
+	keyPEM, err := admin.keyPEM()
+	if err != nil {
+		return err
+	}
+	restCfg := &rest.Config{Host: "https://" + apiHost, QPS: 200, Burst: 400, Timeout: 10 * time.Second,
+		TLSClientConfig: rest.TLSClientConfig{CAData: serverCA.certPEM, CertData: admin.certPEM, KeyData: keyPEM}}
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("standin: client: %w", err)
+	}
+	sup.client = client
+	ln, err := net.Listen("tcp", apiHost)
 	if err != nil {
 		return fmt.Errorf("standin: kube-apiserver: %w", err)
 	}
@@ -287,18 +301,6 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg serverConfi
 	}()
 	log.Info("Running kube-apiserver " + fmt.Sprint([]string{"--advertise-address=" + nodeIP.String(), "--secure-port=" + port}))
 
-	apiHost := net.JoinHostPort(listenHost, port)
-	keyPEM, err := admin.keyPEM()
-	if err != nil {
-		return err
-	}
-	restCfg := &rest.Config{Host: "https://" + apiHost, QPS: 200, Burst: 400, Timeout: 10 * time.Second,
-		TLSClientConfig: rest.TLSClientConfig{CAData: serverCA.certPEM, CertData: admin.certPEM, KeyData: keyPEM}}
-	client, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("standin: client: %w", err)
-	}
-	sup.client = client
 	if err := waitAPIReady(sctx, client, m); err != nil {
 		return err
 	}
