@@ -25,7 +25,7 @@ import (
 // with "Waiting to retrieve agent configuration"; registers its Node (no
 // roles), signals ready and keeps the node's heartbeat, Lease and pods.
 func (n *Network) runAgent(ctx context.Context, c *vmhost.Call, cfg agentConfig, log *slog.Logger) error {
-	f := hostFS{c.Host}
+	f := callFS(c)
 	log.Info(fmt.Sprintf("Starting k3s agent %s (%s)", cfg.Version.K3s, cfg.Version.short()))
 	for _, fl := range cfg.Ignored {
 		log.Warn("flag not implemented by the k3s stand-in; ignored", "flag", "--"+fl)

@@ -161,7 +161,7 @@ func (n *Network) runCertificateCmd(ctx context.Context, c *vmhost.Call, args []
 	}
 	o, err := parseCertRotateArgs(args[1:], lookupEnv)
 	if err == nil {
-		err = rotateCertificates(hostFS{c.Host}, o, time.Now(), log)
+		err = rotateCertificates(callFS(c), o, time.Now(), log)
 	}
 	if err != nil {
 		fatal(log, err.Error())

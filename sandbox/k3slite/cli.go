@@ -14,7 +14,7 @@ import (
 // run through a binary's #! line, args[1] is the binary) or the name it
 // was run as.
 func (n *Network) main(ctx context.Context, c *vmhost.Call) int {
-	f := hostFS{c.Host}
+	f := callFS(c)
 	args := c.Args
 	binFile := ""
 	if path.Clean(args[0]) == ProgramPath && len(args) > 1 {

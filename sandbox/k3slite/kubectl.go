@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
 	"path"
@@ -41,7 +42,7 @@ const kubectlUnsupported = `error: the k3s sandbox's kubectl only implements "ge
 // k3s, without $KUBECONFIG or --kubeconfig it uses /etc/rancher/k3s/k3s.yaml
 // when that file exists.
 func (n *Network) runKubectl(ctx context.Context, c *vmhost.Call, args []string, lookupEnv func(string) (string, bool)) int {
-	f := hostFS{c.Host}
+	f := callFS(c)
 	fs := pflag.NewFlagSet("kubectl", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	kubeconfig := fs.String("kubeconfig", "", "")
@@ -278,8 +279,11 @@ func (n *Network) kubectlConfig(f hostFS, flag string, lookupEnv func(string) (s
 		kc = clientcmdapi.NewConfig()
 	} else {
 		data, err := f.readFile(file)
-		if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil, "", fmt.Errorf("stat %s: no such file or directory", file)
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("error loading config file %q: %v", file, err)
 		}
 		if kc, err = clientcmd.Load(data); err != nil {
 			return nil, "", fmt.Errorf("error loading config file %q: %v", file, err)

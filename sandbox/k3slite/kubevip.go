@@ -41,7 +41,7 @@ const kubeVIPAnnouncements = 3
 // stops it (releasing the VIP and the Lease). It returns after stopping
 // the emulation, so the caller keeps the API up until then.
 func (n *Network) watchManifests(ctx context.Context, h *vmhost.Host, dir, node string, nodeIP net.IP, apiHost string, client kubernetes.Interface, log *slog.Logger) {
-	f := hostFS{h}
+	f := hostFS{h: h}
 	type parsed struct {
 		sum [32]byte
 		cfg kubeVIPConfig

@@ -112,7 +112,7 @@ func servingSANs(cfg serverConfig, nodeIP net.IP) ([]string, []net.IP) {
 // place of the kube-apiserver. It returns ctx's error after a clean
 // shutdown; any other error is fatal.
 func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg serverConfig, log *slog.Logger) error {
-	f := hostFS{c.Host}
+	f := callFS(c)
 	v := cfg.Version
 	log.Info(fmt.Sprintf("Starting k3s %s (%s)", v.K3s, v.short()))
 	for _, fl := range cfg.Ignored {

@@ -109,6 +109,11 @@ func TestServerClusterInit(t *testing.T) {
 	if st != 1 || out != "" || errOut != "Error from server (NotFound): nodes \"nope\" not found\n" {
 		t.Fatalf("missing node: %d %q %q", st, out, errOut)
 	}
+	var out2, errOut2 strings.Builder
+	if st, _ := h.Run(context.Background(), "k3s kubectl --kubeconfig /var/lib/rancher/k3s/server/cred/admin.kubeconfig get nodes", nil, &out2, &errOut2, nil, "alice"); st != 1 ||
+		errOut2.String() != "error: error loading config file \"/var/lib/rancher/k3s/server/cred/admin.kubeconfig\": open /var/lib/rancher/k3s/server/cred/admin.kubeconfig: permission denied\n" {
+		t.Fatalf("kubectl as a user: %d %q", st, errOut2.String())
+	}
 	if out := run(t, h, `k3s kubectl get --raw /readyz`, nil); out != "ok" {
 		t.Fatalf("readyz: %q", out)
 	}

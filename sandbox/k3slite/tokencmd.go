@@ -327,7 +327,7 @@ func (n *Network) runTokenCmd(ctx context.Context, c *vmhost.Call, args []string
 	}
 	o, err := parseTokenArgs(args[0], args[1:], lookupEnv)
 	if err == nil {
-		err = n.runToken(ctx, hostFS{c.Host}, args[0], o, c.Stdout, lookupEnv)
+		err = n.runToken(ctx, callFS(c), args[0], o, c.Stdout, lookupEnv)
 	}
 	if err != nil {
 		fatal(log, err.Error())
