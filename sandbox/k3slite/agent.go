@@ -40,13 +40,6 @@ func (n *Network) runAgent(ctx context.Context, c *vmhost.Call, cfg agentConfig,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-n.ctx.Done():
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 
 	var sc *supervisorClient
 	for {

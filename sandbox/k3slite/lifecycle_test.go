@@ -57,3 +57,34 @@ func TestNodeLifecycleAndDuplicateName(t *testing.T) {
 	pd.waitLog(t, `level=info msg="Waiting to retrieve agent configuration; server is not ready: Node password rejected, duplicate hostname or contents of '/etc/rancher/node/password' may not match server node-passwd entry, try enabling a unique node name with the --with-node-id flag"`)
 	pd.stop()
 }
+
+// Without quorum a restarted server waits (as over etcd); Close ends it
+// and every other program, and waits for them.
+func TestCloseEndsPrograms(t *testing.T) {
+	n := k3slite.NewNetwork(testOpts)
+	s0 := newHost(t, n, "c0", "127.80.212.10", "v1.37.2+k3s1")
+	s1 := newHost(t, n, "c1", "127.80.212.11", "v1.37.2+k3s1")
+	p0 := start(t, n, s0, []string{"K3S_TOKEN=pw"}, "server", "--cluster-init")
+	p0.waitReady(t)
+	token := strings.TrimSpace(run(t, s0, "cat /var/lib/rancher/k3s/server/token", nil))
+	p1 := start(t, n, s1, []string{"K3S_TOKEN=" + token}, "server", "--server=https://127.80.212.10:6443")
+	p1.waitReady(t)
+	p0.stop()
+	p1.stop()
+	p0 = start(t, n, s0, []string{"K3S_TOKEN=pw"}, "server")
+	p0.waitLog(t, "ETCD server is now running")
+	select {
+	case <-p0.ready:
+		t.Fatal("ready without quorum")
+	default:
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := p0.wait(t); st != 0 {
+		t.Fatalf("status %d after Close", st)
+	}
+	if _, errOut, st := sh(s0, "k3s --version", nil); st != 1 || errOut != "k3slite: the sandbox network is closed\n" {
+		t.Fatalf("after Close: %d %q", st, errOut)
+	}
+}

@@ -110,6 +110,10 @@ func (n *Network) Program() vmhost.Program {
 		n.programs.Add(1)
 		n.mu.Unlock()
 		defer n.programs.Done()
+		// Close ends every program, whatever it is doing.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(n.ctx, cancel)()
 		return n.main(ctx, c)
 	}
 }
