@@ -47,6 +47,13 @@
 //     from server (NotFound): nodes "x" not found`, `The connection to the
 //     server … was refused …`, status 1). Anything else fails with a line
 //     naming the subset, status 1.
+//   - k3s token create|list|delete|generate|rotate and k3s certificate
+//     rotate, as the stand-in's.
+//
+// Files are read and written as the calling user (Call.User) may, through
+// the host: `k3s kubectl` run by a user cannot read a 0600 kubeconfig.
+// [Network.Close] ends every program running on the network and waits for
+// them; afterwards the program fails.
 //
 // # Servers
 //
