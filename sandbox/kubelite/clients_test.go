@@ -185,4 +185,3 @@ func TestDrainBlockedByBudget(t *testing.T) {
 		t.Fatalf("evicting a missing pod: %+v", st)
 	}
 }
-

@@ -15,6 +15,9 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -32,13 +35,15 @@ import (
 type output int
 
 const (
-	outJSON  output = iota
-	outYAML         // application/yaml
-	outTable        // a meta.k8s.io/v1 Table
-	outMeta         // meta.k8s.io/v1 PartialObjectMetadata(List)
+	outJSON     output = iota
+	outYAML            // application/yaml
+	outTable           // a meta.k8s.io/v1 Table
+	outMeta            // meta.k8s.io/v1 PartialObjectMetadata(List)
+	outProtobuf        // application/vnd.kubernetes.protobuf
 )
 
-const tableContentType = "application/json;as=Table;v=v1;g=meta.k8s.io"
+// tableContentType is what the real server answers for a Table.
+const tableContentType = "application/json"
 
 // negotiate picks the first representation of the Accept header that is
 // served, as the real server does (protobuf and CBOR are not served).
@@ -66,10 +71,13 @@ func negotiate(r *http.Request, verb string) (output, error) {
 			if params["as"] == "" {
 				return outYAML, nil
 			}
+		case runtime.ContentTypeProtobuf:
+			if params["as"] == "" && params["g"] == "" {
+				return outProtobuf, nil
+			}
 		}
 	}
-	return 0, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable,
-		Message: "only the following media types are accepted: application/json, application/yaml"}}
+	return 0, restfulError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf, application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch")
 }
 
 // serveResource serves one resource request.
@@ -82,6 +90,16 @@ func (h *handler) serveResource(w http.ResponseWriter, r *http.Request, req *req
 	q := r.URL.Query()
 	dryRun := len(q["dryRun"]) > 0
 	if req.verb == "watch" || req.verb == "list" {
+		var opts metainternalversion.ListOptions
+		if err := metainternalversionscheme.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err != nil {
+			writeError(w, apierrors.NewBadRequest(err.Error()))
+			return
+		}
+		opts.Watch = req.verb == "watch"
+		if errs := metainternalversionvalidation.ValidateListOptions(&opts, true); len(errs) > 0 {
+			writeError(w, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs))
+			return
+		}
 		sel, err := parseSelectors(req, q.Get("labelSelector"), q.Get("fieldSelector"))
 		if err != nil {
 			writeError(w, err)
@@ -117,7 +135,9 @@ func (h *handler) serveResource(w http.ResponseWriter, r *http.Request, req *req
 		}
 	case "update":
 		var in runtime.Object
-		if in, err = decodeBody(r, req.res); err == nil {
+		if in, err = decodeBody(r, req.res); err == nil && metaOf(in).GetName() != req.name {
+			err = apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", metaOf(in).GetName(), req.name))
+		} else if err == nil {
 			s.mu.Lock()
 			_, missing := s.get(req.res, req.namespace, req.name)
 			obj, err = s.update(req.res, req.namespace, req.name, req.sub, dryRun, func(runtime.Object) (runtime.Object, error) { return in, nil })
@@ -177,6 +197,8 @@ func writeObject(w http.ResponseWriter, code int, res *resource, obj runtime.Obj
 		writeJSON(w, code, partialMeta(obj))
 	case outYAML:
 		writeYAML(w, code, typed(res, obj))
+	case outProtobuf:
+		writeProtobuf(w, code, typed(res, obj))
 	default:
 		writeJSON(w, code, typed(res, obj))
 	}
@@ -196,18 +218,37 @@ func partialMeta(obj runtime.Object) *metav1.PartialObjectMetadata {
 	return p
 }
 
-// decodeBody reads a request body holding an object of res.
+// decodeBody reads a request body holding an object of res, refusing
+// another kind or version with the real server's messages.
 func decodeBody(r *http.Request, res *resource) (runtime.Object, error) {
 	obj := res.new()
 	if err := decodeInto(r, obj); err != nil {
+		if se, ok := err.(*apierrors.StatusError); ok && se.ErrStatus.Code == http.StatusBadRequest {
+			se.ErrStatus.Message = fmt.Sprintf("the object provided is unrecognized (must be of type %s): %s", res.kind, se.ErrStatus.Message)
+		}
 		return nil, err
 	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if gvk.Kind != "" && gvk.Kind != res.kind || gvk.Version != "" && gvk.GroupVersion() != res.gvr.GroupVersion() {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", gvk.GroupVersion(), res.gvr.GroupVersion()))
+		msg := fmt.Sprintf("%s in version %q cannot be handled as a %s: ", gvk.Kind, gvk.Version, res.kind)
+		if scheme.Scheme.Recognizes(gvk) {
+			msg += fmt.Sprintf("converting (%s.%s) to (%s.%s): unknown conversion", gvk.Version, gvk.Kind, internalGroup(res), res.kind)
+		} else {
+			msg += fmt.Sprintf("no kind %q is registered for version %q in scheme \"pkg/runtime/scheme.go:111\"", gvk.Kind, gvk.GroupVersion())
+		}
+		return nil, apierrors.NewBadRequest(msg)
 	}
 	setTypeMeta(obj, nil)
 	return obj, nil
+}
+
+// internalGroup is how the real server names a kind's internal package.
+func internalGroup(res *resource) string {
+	if res.gvr.Group == "" {
+		return "core"
+	}
+	g, _, _ := strings.Cut(res.gvr.Group, ".")
+	return g
 }
 
 var protobufSerializer = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
@@ -235,11 +276,14 @@ func decodeInto(r *http.Request, obj runtime.Object) error {
 		}
 		return nil
 	default:
-		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
-			Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf")}}
+		return unsupportedMediaType()
+	}
+	if !json.Valid(body) {
+		err := json.Unmarshal(body, new(any))
+		return apierrors.NewBadRequest(fmt.Sprintf("couldn't get version/kind; json parse error: %v (%s)", err, body))
 	}
 	if err := json.Unmarshal(body, obj); err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized: %v", err))
+		return apierrors.NewBadRequest(err.Error())
 	}
 	return nil
 }
@@ -270,8 +314,7 @@ func applyPatch(res *resource, ct string, cur runtime.Object, patch []byte) (run
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
 	default:
-		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
-			Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s", types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType)}}
+		return nil, unsupportedMediaType()
 	}
 	obj := res.new()
 	if err := json.Unmarshal(out, obj); err != nil {
@@ -414,11 +457,23 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, req *request, sel
 		if req.res.namespaced {
 			k = m.GetNamespace() + "/" + k
 		}
+		if req.namespace == "" || !req.res.namespaced {
+			k = "/" + k
+		} else {
+			k = "/" + m.GetName()
+		}
 		if start != "" && k < start || !sel.matches(req, obj) {
 			continue
 		}
 		if limit > 0 && int64(len(items)) == limit {
-			b, _ := json.Marshal(continueToken{"meta.k8s.io/v1", rv, k})
+			// As etcd3's: the key relative to the listed prefix of the last
+			// item returned, then a zero byte.
+			last := metaOf(items[len(items)-1])
+			lk := "/" + last.GetName()
+			if req.res.namespaced && req.namespace == "" {
+				lk = "/" + last.GetNamespace() + "/" + last.GetName()
+			}
+			b, _ := json.Marshal(continueToken{"meta.k8s.io/v1", rv, lk + "\x00"})
 			lm.Continue = base64.RawURLEncoding.EncodeToString(b)
 			rest := int64(0)
 			for _, o := range all[i:] {
@@ -449,6 +504,13 @@ func writeList(w http.ResponseWriter, res *resource, items []runtime.Object, lm 
 			l.Items = append(l.Items, *partialMeta(obj))
 		}
 		writeJSON(w, http.StatusOK, l)
+	case outProtobuf:
+		l, err := typedList(res, items, lm)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeProtobuf(w, http.StatusOK, l)
 	default:
 		if items == nil {
 			items = []runtime.Object{}
@@ -546,8 +608,13 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 	}
 
 	ct := "application/json"
-	if out == outTable {
+	var pb *protobufWatchEncoder
+	switch out {
+	case outTable:
 		ct = tableContentType
+	case outProtobuf:
+		ct = runtime.ContentTypeProtobuf + ";stream=watch"
+		pb = newProtobufWatchEncoder(w)
 	}
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Cache-Control", "no-cache, private")
@@ -566,8 +633,13 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 			o = t
 		case out == outMeta:
 			o = partialMeta(obj)
+		case pb != nil:
+			return pb.encode(typ, typed(req.res, obj))
 		default:
 			o = typed(req.res, obj)
+		}
+		if pb != nil {
+			return pb.encode(typ, o.(runtime.Object))
 		}
 		return enc.Encode(watchEvent{typ, o})
 	}
