@@ -1,7 +1,6 @@
 package node_test
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"strings"
@@ -16,24 +15,6 @@ import (
 	"github.com/openctl/openctl/agent/node"
 	"github.com/openctl/openctl/agent/pki"
 )
-
-// lockedBuffer is a buffer safe for the command's logger and the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestCommandHooks: a Command reads its credentials through ReadFile,
 // listens through Listen and re-reads the credentials on Reload — how a
@@ -59,7 +40,7 @@ func TestCommandHooks(t *testing.T) {
 	var asked string
 	listen := func(network, addr string) (net.Listener, error) { asked = network + " " + addr; return ln, nil }
 	reload := make(chan struct{})
-	var stderr lockedBuffer
+	var stderr agenttest.LogBuffer
 	cmd := node.Command{
 		Version: "v9", Stderr: &stderr, ReadFile: readFile, Listen: listen, Reload: reload,
 		NewSystem: func() (node.System, error) { return agenttest.NewSystem(t), nil },
