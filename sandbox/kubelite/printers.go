@@ -97,9 +97,10 @@ var defaultPrinter = printer{[]metav1.TableColumnDefinition{nameColumn, ageColum
 	return []any{m.GetName(), age(m.GetCreationTimestamp())}
 }}
 
-// table is the metav1.Table of objs, each row with its object's metadata
-// (includeObject=Metadata, the default).
-func table(res *resource, objs []runtime.Object, noHeaders bool) *metav1.Table {
+// table is the metav1.Table of objs, each row with its object as
+// includeObject asks: its metadata (Metadata, the default), all of it
+// (Object) or nothing (None).
+func table(res *resource, objs []runtime.Object, noHeaders bool, includeObject string) *metav1.Table {
 	p, ok := printers[res.gvr.Resource]
 	if !ok || res.gvr.Group != "" && res.gvr.Resource != "leases" && res.gvr.Resource != "poddisruptionbudgets" {
 		p = defaultPrinter
@@ -109,7 +110,14 @@ func table(res *resource, objs []runtime.Object, noHeaders bool) *metav1.Table {
 		t.ColumnDefinitions = p.columns
 	}
 	for _, obj := range objs {
-		row := metav1.TableRow{Cells: p.cells(obj), Object: runtime.RawExtension{Object: partialMeta(obj)}}
+		row := metav1.TableRow{Cells: p.cells(obj)}
+		switch metav1.IncludeObjectPolicy(includeObject) {
+		case metav1.IncludeNone:
+		case metav1.IncludeObject:
+			row.Object.Object = typed(res, obj)
+		default:
+			row.Object.Object = partialMeta(obj)
+		}
 		if pod, ok := obj.(*corev1.Pod); ok {
 			switch pod.Status.Phase {
 			case corev1.PodSucceeded:

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"mime"
 	"net/http"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -180,14 +181,14 @@ func (h *handler) serveResource(w http.ResponseWriter, r *http.Request, req *req
 		writeError(w, err)
 		return
 	}
-	writeObject(w, code, req.res, obj, out)
+	writeObject(w, code, req.res, obj, out, q.Get("includeObject"))
 }
 
 // writeObject writes one object in the representation out.
-func writeObject(w http.ResponseWriter, code int, res *resource, obj runtime.Object, out output) {
+func writeObject(w http.ResponseWriter, code int, res *resource, obj runtime.Object, out output, includeObject string) {
 	switch out {
 	case outTable:
-		t := table(res, []runtime.Object{obj}, false)
+		t := table(res, []runtime.Object{obj}, false, includeObject)
 		t.ResourceVersion = metaOf(obj).GetResourceVersion()
 		w.Header().Set("Content-Type", tableContentType)
 		b, _ := json.Marshal(t)
@@ -223,7 +224,7 @@ func partialMeta(obj runtime.Object) *metav1.PartialObjectMetadata {
 func decodeBody(r *http.Request, res *resource) (runtime.Object, error) {
 	obj := res.new()
 	if err := decodeInto(r, obj); err != nil {
-		if se, ok := err.(*apierrors.StatusError); ok && se.ErrStatus.Code == http.StatusBadRequest {
+		if se, ok := err.(*apierrors.StatusError); ok && strings.HasPrefix(se.ErrStatus.Message, "couldn't get version/kind") {
 			se.ErrStatus.Message = fmt.Sprintf("the object provided is unrecognized (must be of type %s): %s", res.kind, se.ErrStatus.Message)
 		}
 		return nil, err
@@ -283,7 +284,8 @@ func decodeInto(r *http.Request, obj runtime.Object) error {
 		return apierrors.NewBadRequest(fmt.Sprintf("couldn't get version/kind; json parse error: %v (%s)", err, body))
 	}
 	if err := json.Unmarshal(body, obj); err != nil {
-		return apierrors.NewBadRequest(err.Error())
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, kindOf(obj), err))
 	}
 	return nil
 }
@@ -486,14 +488,14 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, req *request, sel
 		}
 		items = append(items, obj)
 	}
-	writeList(w, req.res, items, lm, out)
+	writeList(w, req.res, items, lm, out, q.Get("includeObject"))
 }
 
 // writeList writes a list (or table) of items.
-func writeList(w http.ResponseWriter, res *resource, items []runtime.Object, lm metav1.ListMeta, out output) {
+func writeList(w http.ResponseWriter, res *resource, items []runtime.Object, lm metav1.ListMeta, out output, includeObject string) {
 	switch out {
 	case outTable:
-		t := table(res, items, false)
+		t := table(res, items, false, includeObject)
 		t.ListMeta = lm
 		w.Header().Set("Content-Type", tableContentType)
 		b, _ := json.Marshal(t)
@@ -553,7 +555,7 @@ func (h *handler) deleteCollection(w http.ResponseWriter, r *http.Request, req *
 	}
 	rv := s.rv
 	s.mu.Unlock()
-	writeList(w, req.res, items, metav1.ListMeta{ResourceVersion: strconv.FormatUint(rv, 10)}, outJSON)
+	writeList(w, req.res, items, metav1.ListMeta{ResourceVersion: strconv.FormatUint(rv, 10)}, outJSON, "")
 }
 
 // watchEvent is the wire form of a watch event.
@@ -628,7 +630,8 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 		case typ == watch.Error || typ == watch.Bookmark:
 			o = obj
 		case out == outTable:
-			t := table(req.res, []runtime.Object{obj}, !headers)
+			t := table(req.res, []runtime.Object{obj}, !headers, q.Get("includeObject"))
+			t.ResourceVersion = metaOf(obj).GetResourceVersion()
 			headers = false
 			o = t
 		case out == outMeta:
@@ -673,7 +676,8 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 			return
 		}
 	}
-	if sendInitial == "true" && bookmarks {
+	if bookmarks && (sendInitial == "true" || sendInitial == "" && (rvParam == "" || rvParam == "0")) {
+		// As the watch cache: the end of the initial events is told.
 		if bookmark(true) != nil {
 			return
 		}
@@ -736,4 +740,13 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 			return
 		}
 	}
+}
+
+// kindOf is the Go type name of obj, which is its Kind for the served types.
+func kindOf(obj runtime.Object) string {
+	t := reflect.TypeOf(obj)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
 }
