@@ -488,6 +488,16 @@ func TestTables(t *testing.T) {
 	if !strings.Contains(body, `"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"cp1"`) {
 		t.Fatalf("row object: %s", body)
 	}
+
+	// Services, as the real printer (checked against it) prints them.
+	if _, err := c.client.CoreV1().Services("default").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s1"}, Spec: corev1.ServiceSpec{ClusterIP: "10.43.99.99",
+		Selector: map[string]string{"a": "b"}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}, {Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ = get(t, c, "/api/v1/namespaces/default/services?includeObject=None", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+	if !strings.Contains(body, `"rows":[{"cells":["s1","ClusterIP","10.43.99.99","\u003cnone\u003e","80/TCP,53/UDP","0s","a=b"],"object":null}]`) {
+		t.Fatalf("services table: %s", body)
+	}
 }
 
 // do sends a raw request with the admin certificate.

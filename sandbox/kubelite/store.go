@@ -269,6 +269,15 @@ func (s *Store) create(res *resource, namespace string, obj runtime.Object, dryR
 	normalize(obj)
 	setDefaults(obj)
 	if svc, ok := obj.(*corev1.Service); ok {
+		var errs field.ErrorList
+		for i, p := range svc.Spec.Ports {
+			if p.Name == "" && len(svc.Spec.Ports) > 1 {
+				errs = append(errs, field.Required(field.NewPath("spec", "ports").Index(i).Child("name"), ""))
+			}
+		}
+		if len(errs) > 0 {
+			return nil, apierrors.NewInvalid(res.gk(), svc.Name, errs)
+		}
 		if err := s.allocateClusterIP(svc); err != nil {
 			return nil, err
 		}
