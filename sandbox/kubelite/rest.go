@@ -686,7 +686,10 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	tick := time.NewTicker(time.Minute)
+	s.mu.Lock()
+	interval := s.tick
+	s.mu.Unlock()
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		s.mu.Lock()

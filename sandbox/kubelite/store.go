@@ -28,6 +28,10 @@ import (
 // from a resourceVersion; older ones answer 410 Gone, as after a compaction.
 const maxEvents = 10000
 
+// bookmarkInterval is how often a watch allowing bookmarks gets one, as
+// from the real watch cache.
+const bookmarkInterval = time.Minute
+
 // Store is one cluster's datastore (what etcd holds for k3s), shared by
 // every server of the cluster. It is safe for concurrent use.
 //
@@ -37,7 +41,9 @@ type Store struct {
 	mu      sync.Mutex
 	rv      uint64                                  // the cluster-wide resourceVersion: last write
 	objects map[*resource]map[string]runtime.Object // by namespace/name
-	log     []event                                 // the last maxEvents writes, oldest first
+	log     []event                                 // the last keep writes, oldest first
+	keep    int                                     // maxEvents, but in tests
+	tick    time.Duration                           // bookmarkInterval, but in tests
 	changed chan struct{}                           // closed and replaced on every write
 }
 
@@ -52,7 +58,7 @@ type event struct {
 // NewStore returns a store holding the namespaces every cluster starts
 // with: default, kube-system, kube-public and kube-node-lease.
 func NewStore() *Store {
-	s := &Store{objects: map[*resource]map[string]runtime.Object{}, changed: make(chan struct{})}
+	s := &Store{objects: map[*resource]map[string]runtime.Object{}, changed: make(chan struct{}), keep: maxEvents, tick: bookmarkInterval}
 	for _, ns := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
 		if _, err := s.create(byGVR[core("namespaces")], "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, false); err != nil {
 			panic(err)
@@ -213,8 +219,8 @@ func (s *Store) commit(res *resource, typ watch.EventType, obj, old runtime.Obje
 		s.objects[res][key(m.GetNamespace(), m.GetName())] = obj
 	}
 	metaOf(obj).SetResourceVersion(rv)
-	if len(s.log) == maxEvents {
-		s.log = append(s.log[:0:0], s.log[maxEvents/10:]...)
+	if len(s.log) >= s.keep {
+		s.log = append(s.log[:0:0], s.log[len(s.log)-s.keep*9/10:]...)
 	}
 	s.log = append(s.log, event{rv: s.rv, res: res, typ: typ, obj: obj, old: old})
 	close(s.changed)
