@@ -546,6 +546,8 @@ func TestRawErrors(t *testing.T) {
 			`{"kind":"Lease","apiVersion":"coordination.k8s.io/v1","metadata":{"name":"l","namespace":"default","uid":"`},
 		{"PUT", "/apis/coordination.k8s.io/v1/namespaces/default/leases/l", "application/json", `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"}}`,
 			status + `"message":"leases.coordination.k8s.io \"l\" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update","reason":"Invalid","details":{"name":"l","group":"coordination.k8s.io","kind":"leases","causes":[{"reason":"FieldValueInvalid","message":"Invalid value: 0: must be specified for an update","field":"metadata.resourceVersion"}]},"code":422}`},
+		{"PATCH", "/apis/coordination.k8s.io/v1/namespaces/default/leases/nope", "application/merge-patch+json", `{}`,
+			status + `"message":"leases.coordination.k8s.io \"nope\" not found","reason":"NotFound","details":{"name":"nope","group":"coordination.k8s.io","kind":"leases"},"code":404}`},
 		{"PUT", "/api/v1/namespaces/default/configmaps/nope", "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"nope"}}`,
 			status + `"message":"configmaps \"nope\" not found","reason":"NotFound","details":{"name":"nope","kind":"configmaps"},"code":404}`},
 	} {

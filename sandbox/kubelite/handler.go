@@ -76,6 +76,11 @@ func (h *handler) authenticate(r *http.Request) (user, bool) {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if v := recover(); v != nil && v != http.ErrAbortHandler {
+			writeError(w, apierrors.NewInternalError(fmt.Errorf("%v", v)))
+		}
+	}()
 	if _, ok := h.authenticate(r); !ok {
 		writeError(w, apierrors.NewUnauthorized("Unauthorized"))
 		return

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
@@ -152,6 +153,9 @@ func (h *handler) serveResource(w http.ResponseWriter, r *http.Request, req *req
 		if patch, err = io.ReadAll(io.LimitReader(r.Body, 3<<20)); err == nil {
 			s.mu.Lock()
 			obj, err = s.update(req.res, req.namespace, req.name, req.sub, dryRun, func(cur runtime.Object) (runtime.Object, error) {
+				if cur == nil { // a patch creates nothing, even where an update may
+					return nil, apierrors.NewNotFound(req.res.gr(), req.name)
+				}
 				return applyPatch(req.res, r.Header.Get("Content-Type"), cur, patch)
 			})
 			s.mu.Unlock()
@@ -421,7 +425,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, req *request, sel
 		n, err := strconv.ParseUint(v, 10, 64)
 		switch {
 		case err != nil:
-			writeError(w, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err)))
+			writeError(w, invalidResourceVersion(q.Get("resourceVersion"), err))
 			return
 		case n > rv:
 			st := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", n, rv), 1)
@@ -441,7 +445,10 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, req *request, sel
 			err = json.Unmarshal(b, &tok)
 		}
 		if err != nil || tok.APIVersion != "meta.k8s.io/v1" {
-			writeError(w, apierrors.NewBadRequest(fmt.Sprintf("continue key is not valid: %v", err)))
+			if err == nil {
+				err = fmt.Errorf("got version %s, expected meta.k8s.io/v1", tok.APIVersion)
+			}
+			writeError(w, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: continue key is not valid: %v", err)))
 			return
 		}
 		start, rv = tok.StartKey, tok.ResourceVersion
@@ -596,7 +603,7 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 		n, err := strconv.ParseUint(rvParam, 10, 64)
 		switch {
 		case err != nil:
-			startErr = apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
+			startErr = invalidResourceVersion(rvParam, err)
 		case n < s.oldest():
 			startErr = apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", n, s.oldest()+1))
 		default:
@@ -604,7 +611,7 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 		}
 	}
 	s.mu.Unlock()
-	if e, ok := startErr.(*apierrors.StatusError); ok && e.ErrStatus.Code == http.StatusBadRequest {
+	if e, ok := startErr.(*apierrors.StatusError); ok && e.ErrStatus.Code == http.StatusInternalServerError {
 		writeError(w, startErr)
 		return
 	}
@@ -752,4 +759,11 @@ func kindOf(obj runtime.Object) string {
 		t = t.Elem()
 	}
 	return t.Name()
+}
+
+// invalidResourceVersion is the real server's answer to a resourceVersion
+// that is not a number: a 500 without a reason, from its storage layer.
+func invalidResourceVersion(rv string, err error) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+		Message: field.Invalid(field.NewPath("resourceVersion"), rv, err.Error()).Error()}}
 }
