@@ -112,6 +112,7 @@ var diffSteps = []diffStep{
 	{method: "GET", path: "/apis/nope/v1"},
 	{method: "GET", path: "/api/v1/nopes"},
 	{method: "GET", path: "/api/v1/nodes", accept: "text/html"},
+	{method: "GET", path: "/version"},
 	{method: "GET", path: "/readyz?verbose"},
 	{method: "GET", path: "/livez?verbose"},
 	{method: "GET", path: "/apis/coordination.k8s.io/v1"},
