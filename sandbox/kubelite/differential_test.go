@@ -108,6 +108,24 @@ var diffSteps = []diffStep{
 	{method: "GET", path: "/api/v1/namespaces/t/services", accept: tableAccept},
 	{method: "POST", path: "/apis/policy/v1/namespaces/t/poddisruptionbudgets", ct: "application/json", body: `{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"p"},"spec":{"maxUnavailable":"50%","selector":{}}}`},
 	{method: "PUT", path: "/apis/policy/v1/namespaces/t/poddisruptionbudgets/p", ct: "application/json", body: `{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"p"},"spec":{"maxUnavailable":1}}`},
+	{method: "POST", path: "/api/v1/namespaces/t/events", ct: "application/json", body: `{"apiVersion":"v1","kind":"Event","metadata":{"name":"e1"},"involvedObject":{"kind":"Pod","name":"p1","namespace":"t"},"reason":"Test","message":"m","type":"Normal"}`},
+	{method: "GET", path: "/api/v1/namespaces/t/events?fieldSelector=involvedObject.name%3Dp1,reason%3DTest"},
+	{method: "PUT", path: "/api/v1/namespaces/t/endpoints/ep", ct: "application/json", body: `{"apiVersion":"v1","kind":"Endpoints","metadata":{"name":"ep"}}`},
+	{method: "PUT", path: "/api/v1/nodes/n1/status", ct: "application/json", body: `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1","labels":{"s":"t"}},"spec":{"unschedulable":false},"status":{"phase":"Running"}}`},
+	{method: "GET", path: "/api/v1/nodes/n1/status"},
+	{method: "GET", path: "/apis/apps/v1/namespaces/t/deployments/nope/status"},
+	{method: "PATCH", path: "/api/v1/nodes/n1", ct: "application/json-patch+json", body: `[{"op":"remove","path":"/metadata/labels/nope"}]`},
+	{method: "PATCH", path: "/api/v1/nodes/n1", ct: "application/json-patch+json", body: `not json`},
+	{method: "PATCH", path: "/api/v1/nodes/n1", ct: "application/merge-patch+json", body: `not json`},
+	{method: "PATCH", path: "/api/v1/nodes/n1", ct: "application/strategic-merge-patch+json", body: `{"metadata":{"labels":{"$patch":"replace","a":"b"}}}`},
+	{method: "POST", path: "/api/v1/namespaces/t/configmaps", ct: "application/json", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"u"},"unknownField":1,"data":{"k":"v"}}`},
+	{method: "POST", path: "/api/v1/namespaces/t/pods", ct: "application/json", body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"f","finalizers":["example.com/f"]},"spec":{"nodeName":"n1","terminationGracePeriodSeconds":5,"containers":[{"name":"c","image":"nginx:1"}]}}`},
+	{method: "DELETE", path: "/api/v1/namespaces/t/pods/f"},
+	{method: "DELETE", path: "/api/v1/namespaces/t/pods/f", ct: "application/json", body: `{"gracePeriodSeconds":30}`},
+	{method: "DELETE", path: "/api/v1/namespaces/t/pods/f", ct: "application/json", body: `{"gracePeriodSeconds":0}`},
+	{method: "PATCH", path: "/api/v1/namespaces/t/pods/f", ct: "application/merge-patch+json", body: `{"metadata":{"finalizers":null}}`},
+	{method: "GET", path: "/api/v1/namespaces/t/pods/f"},
+	{method: "POST", path: "/api/v1/namespaces/t/pods", ct: "application/json", body: `{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"g-"},"spec":{"containers":[{"name":"c","image":"nginx:1"}]}}`},
 	{method: "DELETE", path: "/api/v1/nodes/n1"},
 	{method: "GET", path: "/apis/nope/v1"},
 	{method: "GET", path: "/api/v1/nopes"},
@@ -124,7 +142,7 @@ var (
 	timeRE = regexp.MustCompile(`20\d\d-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
 	rvRE   = regexp.MustCompile(`"resourceVersion":"\d+"`)
 	ageRE  = regexp.MustCompile(`"\d+[smh]"`)
-	tokRE  = regexp.MustCompile(`kube-api-access-[a-z0-9]{5}`)
+	tokRE  = regexp.MustCompile(`kube-api-access-[a-z0-9]{5}|"g-[a-z0-9]{5}"`)
 )
 
 // normalize makes two servers' answers comparable: JSON lines lose their
