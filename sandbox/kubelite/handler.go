@@ -235,7 +235,7 @@ func parseRequest(r *http.Request, gv schema.GroupVersion, parts []string) (*req
 	default:
 		return nil, methodNotAllowed()
 	}
-	if req.verb != "get" && req.verb != "list" && req.verb != "watch" && req.verb != "create" && req.name == "" && req.verb != "deletecollection" {
+	if (req.verb == "update" || req.verb == "patch") && req.name == "" {
 		return nil, methodNotAllowed()
 	}
 	if req.sub == "eviction" && req.verb != "create" {
