@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -488,6 +489,16 @@ func TestTables(t *testing.T) {
 	if !strings.Contains(body, `"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"cp1"`) {
 		t.Fatalf("row object: %s", body)
 	}
+
+	// Services, as the real printer (checked against it) prints them.
+	if _, err := c.client.CoreV1().Services("default").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s1"}, Spec: corev1.ServiceSpec{ClusterIP: "10.43.99.99",
+		Selector: map[string]string{"a": "b"}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}, {Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ = get(t, c, "/api/v1/namespaces/default/services?includeObject=None", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+	if !regexp.MustCompile(`"rows":\[\{"cells":\["s1","ClusterIP","10.43.99.99","\\u003cnone\\u003e","80/TCP,53/UDP","\d+s","a=b"\],"object":null\}\]`).MatchString(body) {
+		t.Fatalf("services table: %s", body)
+	}
 }
 
 // do sends a raw request with the admin certificate.
@@ -535,6 +546,8 @@ func TestRawErrors(t *testing.T) {
 			`{"kind":"Lease","apiVersion":"coordination.k8s.io/v1","metadata":{"name":"l","namespace":"default","uid":"`},
 		{"PUT", "/apis/coordination.k8s.io/v1/namespaces/default/leases/l", "application/json", `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"}}`,
 			status + `"message":"leases.coordination.k8s.io \"l\" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update","reason":"Invalid","details":{"name":"l","group":"coordination.k8s.io","kind":"leases","causes":[{"reason":"FieldValueInvalid","message":"Invalid value: 0: must be specified for an update","field":"metadata.resourceVersion"}]},"code":422}`},
+		{"PATCH", "/apis/coordination.k8s.io/v1/namespaces/default/leases/nope", "application/merge-patch+json", `{}`,
+			status + `"message":"leases.coordination.k8s.io \"nope\" not found","reason":"NotFound","details":{"name":"nope","group":"coordination.k8s.io","kind":"leases"},"code":404}`},
 		{"PUT", "/api/v1/namespaces/default/configmaps/nope", "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"nope"}}`,
 			status + `"message":"configmaps \"nope\" not found","reason":"NotFound","details":{"name":"nope","kind":"configmaps"},"code":404}`},
 	} {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"mime"
 	"net/http"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
@@ -151,6 +153,9 @@ func (h *handler) serveResource(w http.ResponseWriter, r *http.Request, req *req
 		if patch, err = io.ReadAll(io.LimitReader(r.Body, 3<<20)); err == nil {
 			s.mu.Lock()
 			obj, err = s.update(req.res, req.namespace, req.name, req.sub, dryRun, func(cur runtime.Object) (runtime.Object, error) {
+				if cur == nil { // a patch creates nothing, even where an update may
+					return nil, apierrors.NewNotFound(req.res.gr(), req.name)
+				}
 				return applyPatch(req.res, r.Header.Get("Content-Type"), cur, patch)
 			})
 			s.mu.Unlock()
@@ -180,14 +185,14 @@ func (h *handler) serveResource(w http.ResponseWriter, r *http.Request, req *req
 		writeError(w, err)
 		return
 	}
-	writeObject(w, code, req.res, obj, out)
+	writeObject(w, code, req.res, obj, out, q.Get("includeObject"))
 }
 
 // writeObject writes one object in the representation out.
-func writeObject(w http.ResponseWriter, code int, res *resource, obj runtime.Object, out output) {
+func writeObject(w http.ResponseWriter, code int, res *resource, obj runtime.Object, out output, includeObject string) {
 	switch out {
 	case outTable:
-		t := table(res, []runtime.Object{obj}, false)
+		t := table(res, []runtime.Object{obj}, false, includeObject)
 		t.ResourceVersion = metaOf(obj).GetResourceVersion()
 		w.Header().Set("Content-Type", tableContentType)
 		b, _ := json.Marshal(t)
@@ -223,7 +228,7 @@ func partialMeta(obj runtime.Object) *metav1.PartialObjectMetadata {
 func decodeBody(r *http.Request, res *resource) (runtime.Object, error) {
 	obj := res.new()
 	if err := decodeInto(r, obj); err != nil {
-		if se, ok := err.(*apierrors.StatusError); ok && se.ErrStatus.Code == http.StatusBadRequest {
+		if se, ok := err.(*apierrors.StatusError); ok && strings.HasPrefix(se.ErrStatus.Message, "couldn't get version/kind") {
 			se.ErrStatus.Message = fmt.Sprintf("the object provided is unrecognized (must be of type %s): %s", res.kind, se.ErrStatus.Message)
 		}
 		return nil, err
@@ -283,7 +288,8 @@ func decodeInto(r *http.Request, obj runtime.Object) error {
 		return apierrors.NewBadRequest(fmt.Sprintf("couldn't get version/kind; json parse error: %v (%s)", err, body))
 	}
 	if err := json.Unmarshal(body, obj); err != nil {
-		return apierrors.NewBadRequest(err.Error())
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, kindOf(obj), err))
 	}
 	return nil
 }
@@ -295,6 +301,12 @@ func applyPatch(res *resource, ct string, cur runtime.Object, patch []byte) (run
 		return nil, err
 	}
 	ct, _, _ = mime.ParseMediaType(ct)
+	switch types.PatchType(ct) {
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+		if !json.Valid(patch) {
+			return nil, apierrors.NewBadRequest("invalid JSON patch")
+		}
+	}
 	var out []byte
 	switch types.PatchType(ct) {
 	case types.JSONPatchType:
@@ -419,7 +431,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, req *request, sel
 		n, err := strconv.ParseUint(v, 10, 64)
 		switch {
 		case err != nil:
-			writeError(w, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err)))
+			writeError(w, invalidResourceVersion(q.Get("resourceVersion"), err))
 			return
 		case n > rv:
 			st := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", n, rv), 1)
@@ -439,7 +451,10 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, req *request, sel
 			err = json.Unmarshal(b, &tok)
 		}
 		if err != nil || tok.APIVersion != "meta.k8s.io/v1" {
-			writeError(w, apierrors.NewBadRequest(fmt.Sprintf("continue key is not valid: %v", err)))
+			if err == nil {
+				err = fmt.Errorf("got version %s, expected meta.k8s.io/v1", tok.APIVersion)
+			}
+			writeError(w, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: continue key is not valid: %v", err)))
 			return
 		}
 		start, rv = tok.StartKey, tok.ResourceVersion
@@ -486,14 +501,14 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, req *request, sel
 		}
 		items = append(items, obj)
 	}
-	writeList(w, req.res, items, lm, out)
+	writeList(w, req.res, items, lm, out, q.Get("includeObject"))
 }
 
 // writeList writes a list (or table) of items.
-func writeList(w http.ResponseWriter, res *resource, items []runtime.Object, lm metav1.ListMeta, out output) {
+func writeList(w http.ResponseWriter, res *resource, items []runtime.Object, lm metav1.ListMeta, out output, includeObject string) {
 	switch out {
 	case outTable:
-		t := table(res, items, false)
+		t := table(res, items, false, includeObject)
 		t.ListMeta = lm
 		w.Header().Set("Content-Type", tableContentType)
 		b, _ := json.Marshal(t)
@@ -553,7 +568,7 @@ func (h *handler) deleteCollection(w http.ResponseWriter, r *http.Request, req *
 	}
 	rv := s.rv
 	s.mu.Unlock()
-	writeList(w, req.res, items, metav1.ListMeta{ResourceVersion: strconv.FormatUint(rv, 10)}, outJSON)
+	writeList(w, req.res, items, metav1.ListMeta{ResourceVersion: strconv.FormatUint(rv, 10)}, outJSON, "")
 }
 
 // watchEvent is the wire form of a watch event.
@@ -594,7 +609,7 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 		n, err := strconv.ParseUint(rvParam, 10, 64)
 		switch {
 		case err != nil:
-			startErr = apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
+			startErr = invalidResourceVersion(rvParam, err)
 		case n < s.oldest():
 			startErr = apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", n, s.oldest()+1))
 		default:
@@ -602,7 +617,7 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 		}
 	}
 	s.mu.Unlock()
-	if e, ok := startErr.(*apierrors.StatusError); ok && e.ErrStatus.Code == http.StatusBadRequest {
+	if e, ok := startErr.(*apierrors.StatusError); ok && e.ErrStatus.Code == http.StatusInternalServerError {
 		writeError(w, startErr)
 		return
 	}
@@ -628,7 +643,8 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 		case typ == watch.Error || typ == watch.Bookmark:
 			o = obj
 		case out == outTable:
-			t := table(req.res, []runtime.Object{obj}, !headers)
+			t := table(req.res, []runtime.Object{obj}, !headers, q.Get("includeObject"))
+			t.ResourceVersion = metaOf(obj).GetResourceVersion()
 			headers = false
 			o = t
 		case out == outMeta:
@@ -673,7 +689,8 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 			return
 		}
 	}
-	if sendInitial == "true" && bookmarks {
+	if bookmarks && (sendInitial == "true" || sendInitial == "" && (rvParam == "" || rvParam == "0")) {
+		// As the watch cache: the end of the initial events is told.
 		if bookmark(true) != nil {
 			return
 		}
@@ -682,7 +699,10 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	tick := time.NewTicker(time.Minute)
+	s.mu.Lock()
+	interval := s.tick
+	s.mu.Unlock()
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		s.mu.Lock()
@@ -736,4 +756,20 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 			return
 		}
 	}
+}
+
+// kindOf is the Go type name of obj, which is its Kind for the served types.
+func kindOf(obj runtime.Object) string {
+	t := reflect.TypeOf(obj)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
+}
+
+// invalidResourceVersion is the real server's answer to a resourceVersion
+// that is not a number: a 500 without a reason, from its storage layer.
+func invalidResourceVersion(rv string, err error) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+		Message: field.Invalid(field.NewPath("resourceVersion"), rv, err.Error()).Error()}}
 }

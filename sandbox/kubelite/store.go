@@ -28,6 +28,10 @@ import (
 // from a resourceVersion; older ones answer 410 Gone, as after a compaction.
 const maxEvents = 10000
 
+// bookmarkInterval is how often a watch allowing bookmarks gets one, as
+// from the real watch cache.
+const bookmarkInterval = time.Minute
+
 // Store is one cluster's datastore (what etcd holds for k3s), shared by
 // every server of the cluster. It is safe for concurrent use.
 //
@@ -37,7 +41,9 @@ type Store struct {
 	mu      sync.Mutex
 	rv      uint64                                  // the cluster-wide resourceVersion: last write
 	objects map[*resource]map[string]runtime.Object // by namespace/name
-	log     []event                                 // the last maxEvents writes, oldest first
+	log     []event                                 // the last keep writes, oldest first
+	keep    int                                     // maxEvents, but in tests
+	tick    time.Duration                           // bookmarkInterval, but in tests
 	changed chan struct{}                           // closed and replaced on every write
 }
 
@@ -52,7 +58,7 @@ type event struct {
 // NewStore returns a store holding the namespaces every cluster starts
 // with: default, kube-system, kube-public and kube-node-lease.
 func NewStore() *Store {
-	s := &Store{objects: map[*resource]map[string]runtime.Object{}, changed: make(chan struct{})}
+	s := &Store{objects: map[*resource]map[string]runtime.Object{}, changed: make(chan struct{}), keep: maxEvents, tick: bookmarkInterval}
 	for _, ns := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
 		if _, err := s.create(byGVR[core("namespaces")], "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, false); err != nil {
 			panic(err)
@@ -89,8 +95,9 @@ func (s *Store) Get(namespace, name string, obj runtime.Object) error {
 }
 
 // Put creates obj, or replaces the stored object of its namespace and name
-// whatever its resourceVersion (status included), as the API's create and
-// update would. obj is updated to what was stored (uid, resourceVersion…).
+// whatever its resourceVersion and uid (status included), as the API's
+// create and update would. obj is updated to what was stored (uid,
+// resourceVersion…).
 func (s *Store) Put(obj runtime.Object) error {
 	res, err := resourceOf(obj)
 	if err != nil {
@@ -140,17 +147,14 @@ func (s *Store) Delete(namespace, name string, obj runtime.Object) error {
 }
 
 // replaceWith is an update function answering a copy of obj; with
-// keepRV the object's own resourceVersion is a precondition, otherwise the
-// update is unconditional.
+// keepRV the object's own resourceVersion (and uid) are preconditions,
+// otherwise the update is unconditional.
 func replaceWith(obj runtime.Object, keepRV bool) func(runtime.Object) (runtime.Object, error) {
 	return func(cur runtime.Object) (runtime.Object, error) {
 		out := obj.DeepCopyObject()
-		if !keepRV {
-			rv := ""
-			if cur != nil {
-				rv = metaOf(cur).GetResourceVersion()
-			}
-			metaOf(out).SetResourceVersion(rv)
+		if !keepRV && cur != nil {
+			metaOf(out).SetResourceVersion(metaOf(cur).GetResourceVersion())
+			metaOf(out).SetUID(metaOf(cur).GetUID())
 		}
 		return out, nil
 	}
@@ -213,8 +217,8 @@ func (s *Store) commit(res *resource, typ watch.EventType, obj, old runtime.Obje
 		s.objects[res][key(m.GetNamespace(), m.GetName())] = obj
 	}
 	metaOf(obj).SetResourceVersion(rv)
-	if len(s.log) == maxEvents {
-		s.log = append(s.log[:0:0], s.log[maxEvents/10:]...)
+	if len(s.log) >= s.keep {
+		s.log = append(s.log[:0:0], s.log[len(s.log)-s.keep*9/10:]...)
 	}
 	s.log = append(s.log, event{rv: s.rv, res: res, typ: typ, obj: obj, old: old})
 	close(s.changed)
@@ -269,6 +273,15 @@ func (s *Store) create(res *resource, namespace string, obj runtime.Object, dryR
 	normalize(obj)
 	setDefaults(obj)
 	if svc, ok := obj.(*corev1.Service); ok {
+		var errs field.ErrorList
+		for i, p := range svc.Spec.Ports {
+			if p.Name == "" && len(svc.Spec.Ports) > 1 {
+				errs = append(errs, field.Required(field.NewPath("spec", "ports").Index(i).Child("name"), ""))
+			}
+		}
+		if len(errs) > 0 {
+			return nil, apierrors.NewInvalid(res.gk(), svc.Name, errs)
+		}
 		if err := s.allocateClusterIP(svc); err != nil {
 			return nil, err
 		}
