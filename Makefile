@@ -2,7 +2,7 @@
 GO ?= go
 FUZZTIME ?= 30s
 
-.PHONY: all run run-vms test vet fmt-check test-race fuzz-seeds bench fuzz examples cross test-deps standin
+.PHONY: all run run-vms test clienttest vet fmt-check test-race fuzz-seeds bench fuzz examples cross test-deps standin
 
 all: test
 
@@ -14,8 +14,14 @@ run:
 run-vms:
 	$(GO) run ./cmd/openctl apply --sandbox -f examples/vms.yaml
 
-## test: everything CI runs — formatting, vet, the race-enabled suite (fuzz seed corpora included), the nested bench module's build, the k3s stand-in
-test: test-deps fmt-check vet standin test-race examples cross
+## test: everything CI runs — formatting, vet, the race-enabled suite (fuzz seed corpora included), the nested bench module's build, the k3s stand-in, kubelite's client tests
+test: test-deps fmt-check vet standin test-race clienttest examples cross
+
+# kubelite's tests with client-go's informers and leader election and the
+# real kubectl run in process: a nested module, so that the library's
+# go.mod does not gain kubectl's command tree.
+clienttest:
+	cd sandbox/kubelite/clienttest && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 # The k3s stand-in (k3s/k3stest/standin, a nested module on the real
 # kube-apiserver and etcd): built once into bin/ (the Go build cache makes
