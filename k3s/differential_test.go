@@ -470,7 +470,10 @@ func countOutcome(st diffStep, o openctl.Outcome) int {
 //     exactly one of them;
 //   - the directories the providers write in: <dir>;
 //   - per-run values: times (RFC 3339), durations and ages where a field
-//     holds one, tokens (K10…, their kind kept), certificates and keys (PEM), UIDs.
+//     holds one (timeFields), tokens (K10…, their kind kept), certificates
+//     and keys (PEM, and base64 in a kubeconfig's *-data), UIDs, MAC
+//     addresses, and the fields runFields names, where their value has
+//     the form it must.
 type normalizer struct {
 	sshPort    string
 	addrs      map[string]string // address → name
@@ -506,11 +509,24 @@ var (
 	k3sToken    = regexp.MustCompile(`\bK10[0-9a-f]{64}::([a-z]+):[0-9a-zA-Z]+\b`)
 	pemBlock    = regexp.MustCompile(`(?s)-----BEGIN ([A-Z ]+)-----.*?-----END [A-Z ]+-----`)
 	uuid        = regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	kubeData    = regexp.MustCompile(`(-data: )[A-Za-z0-9+/]{40,}={0,2}`)
+	macAddress  = regexp.MustCompile(`^([0-9A-F]{2}:){5}[0-9A-F]{2}$`)
+	storeID     = regexp.MustCompile(`^[0-9a-f]{32}$`)
 	duration    = regexp.MustCompile(`^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h|d))+$`)
 )
 
-// timeFields are fields whose values are times, ages or durations.
+// timeFields are fields whose values are times, ages or durations: a
+// string that is one, or a number (of seconds).
 var timeFields = map[string]bool{"age": true, "uptime": true, "duration": true, "createdAt": true, "updatedAt": true, "startedAt": true, "lastTransitionTime": true}
+
+// runFields are fields whose values each run makes anew, with the form
+// they must have: a VM's VMID (the next free one when its create ran,
+// and creates run concurrently), its owner (the state store's random
+// ID).
+var runFields = map[string]func(any) bool{
+	"vmid":  func(v any) bool { _, ok := v.(float64); return ok },
+	"owner": func(v any) bool { s, ok := v.(string); return ok && storeID.MatchString(s) },
+}
 
 // str normalizes a string.
 func (n *normalizer) str(s string) string {
@@ -521,6 +537,8 @@ func (n *normalizer) str(s string) string {
 		return "<key path>"
 	case slices.Contains(n.publicKeys, s):
 		return "<public key>"
+	case macAddress.MatchString(s): // random, as Proxmox makes them
+		return "<mac address>"
 	}
 	for _, p := range n.paths {
 		s = strings.ReplaceAll(s, p[0], p[1])
@@ -551,6 +569,7 @@ func (n *normalizer) str(s string) string {
 		}
 		return "<" + name + ">" + port
 	})
+	s = kubeData.ReplaceAllString(s, "$1<base64>")
 	s = rfc3339.ReplaceAllString(s, "<time>")
 	s = uuid.ReplaceAllString(s, "<uid>")
 	return s
@@ -562,7 +581,11 @@ func (n *normalizer) value(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, x := range v {
-			if s, ok := x.(string); ok && timeFields[k] && (duration.MatchString(s) || rfc3339.MatchString(s)) {
+			if timeFields[k] && isTime(x) {
+				out[k] = "<" + k + ">"
+				continue
+			}
+			if ok := runFields[k]; ok != nil && ok(jsonValue(x)) {
 				out[k] = "<" + k + ">"
 				continue
 			}
@@ -590,6 +613,30 @@ func (n *normalizer) value(v any) any {
 		}
 		return n.value(x)
 	}
+}
+
+// isTime reports whether v is a time, a duration or a number of seconds.
+func isTime(v any) bool {
+	switch v := jsonValue(v).(type) {
+	case string:
+		return duration.MatchString(v) || rfc3339.MatchString(v)
+	case float64:
+		return v >= 0
+	}
+	return false
+}
+
+// jsonValue is v as encoding/json decodes it into an any.
+func jsonValue(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var x any
+	if json.Unmarshal(b, &x) != nil {
+		return nil
+	}
+	return x
 }
 
 // errString is an error's code and normalized message.
@@ -735,6 +782,7 @@ func TestDiffNormalizer(t *testing.T) {
 				map[string]any{"name": "dev-cp-1", "address": addr1, "ports": []any{int64(6443), int64(9443)}},
 			},
 			"token":   token,
+			"vm":      map[string]any{"vmid": int64(101), "uptime": int64(6), "owner": strings.Repeat("1e", 16), "macAddresses": map[string]any{"net0": "BC:24:11:F8:8C:6A"}},
 			"outputs": map[string]any{"kubeconfigPath": dir + "/dev.yaml"},
 		}
 	}
@@ -768,6 +816,13 @@ func TestDiffNormalizer(t *testing.T) {
 		"a string for a number":           func(m map[string]any) { node(m, 1)["ports"] = []any{"6443", int64(9443)} },
 		"a list for a value":              func(m map[string]any) { m["phase"] = []any{"Ready"} },
 		"a prefix of the gateway address": func(m map[string]any) { node(m, 0)["address"] = "10.77.3.1" },
+		"a VMID that is not a number":     func(m map[string]any) { m["vm"].(map[string]any)["vmid"] = "101" },
+		"an owner that is not an ID":      func(m map[string]any) { m["vm"].(map[string]any)["owner"] = "someone" },
+		"a MAC address that is not one":   func(m map[string]any) { m["vm"].(map[string]any)["macAddresses"] = map[string]any{"net0": ""} },
+		"another interface": func(m map[string]any) {
+			m["vm"].(map[string]any)["macAddresses"] = map[string]any{"net1": "BC:24:11:F8:8C:6A"}
+		},
+		"an uptime that is not one": func(m map[string]any) { m["vm"].(map[string]any)["uptime"] = "down" },
 	} {
 		changed := status("10.77.3.10", "10.77.3.11", "10.77.3.254", "22", line(rlKey0), "openctl", "/tmp/rl/kc", "2026-12-02T02:25:01.5Z",
 			"K10"+strings.Repeat("b", 64)+"::server:def")
