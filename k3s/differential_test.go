@@ -97,11 +97,11 @@ func TestDifferential(t *testing.T) {
 	t.Run("sides", func(t *testing.T) {
 		t.Run("sandbox", func(t *testing.T) {
 			t.Parallel()
-			sb = runDiffScenario(t, newSandboxSide(t))
+			runDiffScenario(t, newSandboxSide(t), &sb)
 		})
 		t.Run("real", func(t *testing.T) {
 			t.Parallel()
-			rl = runDiffScenario(t, newRealSide(t))
+			runDiffScenario(t, newRealSide(t), &rl)
 		})
 	})
 	dump := os.Getenv("OPENCTL_DIFF_DUMP") // a directory: each side's transcript as JSON
@@ -113,14 +113,14 @@ func TestDifferential(t *testing.T) {
 			}
 		}
 	}
-	if t.Failed() || sb == nil || rl == nil {
-		if rl == nil && !t.Failed() {
+	if rl == nil {
+		if !t.Failed() {
 			t.Log("the real side did not run: only the sandbox's run was checked")
 		}
 		return
 	}
-	require.Len(t, rl, len(sb))
-	for i := range sb {
+	// The steps both sides got to (a side that failed stopped early).
+	for i := range min(len(sb), len(rl)) {
 		if d := diffValues("", sb[i], rl[i]); len(d) > 0 {
 			t.Errorf("step %d (%s): the sandbox and the real hosts differ:\n  %s", i+1, sb[i].Name, strings.Join(d, "\n  "))
 		}
@@ -155,10 +155,12 @@ func newSandboxSide(t *testing.T) *diffSide {
 	c := loadExample(t)
 	lan := func(last byte) netip.Addr { return netip.AddrFrom4([4]byte{192, 168, 1, last}) }
 	n := newNormalizer(h.SSHPort)
+	n.relocated = map[string]string{}
 	for i, name := range diffNodes {
 		a := lan(50 + byte(i))
 		n.addr(a, name)
 		n.addr(w.MapAddress(a), name)
+		n.relocated[a.String()] = w.MapAddress(a).String()
 	}
 	n.addr(lan(49), "vip")
 	n.addr(w.MapAddress(lan(49)), "vip")
@@ -212,18 +214,20 @@ func newSandboxSide(t *testing.T) *diffSide {
 }
 
 // newRealSide is the example on test hosts: the VMs' guests are five
-// test hosts, the static IPs theirs, the VIP an address of the test
+// test hosts (hostGuests), the static IPs theirs, the VIP an address of the test
 // network no host has, the SSH user and key the test network's.
 func newRealSide(t *testing.T) *diffSide {
 	ctx := t.Context()
-	sim := &hostKeys{}
+	sim := &hostGuests{vms: map[int]*k3stest.Host{}}
 	srv := proxmoxtest.NewTestServer(t, append(proxmoxtest.SandboxLayout(3, proxmoxtest.DefaultSharedStorage),
-		proxmoxtest.WithSpeed(4), proxmoxtest.WithGuestHostKeys(sim.lookup))...)
+		proxmoxtest.WithSpeed(4), proxmoxtest.WithGuests(sim))...)
 	vms := newProxmox(t, srv)
 	e := newEnv(t, vms) // skips (fails under CI=true) without the stand-in or root
 	addRelease(t, e.cfg.BinaryDir, diffUpgrade, diffReports)
 	hosts := e.hosts(ctx, t, "vm1", "vm2", "vm3", "vm4", "vm5")
-	sim.set(hosts)
+	sim.mu.Lock()
+	sim.hosts = hosts
+	sim.mu.Unlock()
 
 	c := loadExample(t)
 	spec := c.Spec
@@ -293,6 +297,53 @@ func diffExtraNode(address string) *manifest.Resource {
 	}}
 }
 
+// hostGuests makes test hosts the simulated VMs' guests, as the sandbox's
+// world makes its hosts: a VM booting reports the host with its static
+// address (its SSH host key), a VM stopped or destroyed powers its host
+// off — its address goes silent, as a destroyed VM's does.
+type hostGuests struct {
+	mu    sync.Mutex
+	hosts []*k3stest.Host
+	vms   map[int]*k3stest.Host
+}
+
+var _ proxmoxtest.Guests = (*hostGuests)(nil)
+
+func (g *hostGuests) Start(vm proxmoxtest.Guest) (proxmoxtest.GuestReport, error) {
+	a, err := netip.ParseAddr(vm.IPv4)
+	if err != nil {
+		return proxmoxtest.GuestReport{}, fmt.Errorf("VM %d has no IPv4 address (%q)", vm.VMID, vm.IPv4)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, h := range g.hosts {
+		if h.Addr() == a {
+			g.vms[vm.VMID] = h
+			if !h.Running() {
+				go func() { _ = h.PowerOn(context.Background()) }()
+			}
+			return proxmoxtest.GuestReport{HostKey: h.HostKey()}, nil
+		}
+	}
+	return proxmoxtest.GuestReport{}, fmt.Errorf("no test host has VM %d's address %s", vm.VMID, a)
+}
+
+func (g *hostGuests) Stop(vmid int) { g.powerOff(vmid, false) }
+
+func (g *hostGuests) Destroy(vmid int) { g.powerOff(vmid, true) }
+
+func (g *hostGuests) powerOff(vmid int, forget bool) {
+	g.mu.Lock()
+	h := g.vms[vmid]
+	if forget {
+		delete(g.vms, vmid)
+	}
+	g.mu.Unlock()
+	if h != nil {
+		_ = h.PowerOff(context.Background())
+	}
+}
+
 // stepRecorder records remote commands as the env does.
 type stepRecorder struct {
 	mu    sync.Mutex
@@ -335,10 +386,9 @@ type diffStep struct {
 
 // runDiffScenario runs the scenario on one side, checks what must hold
 // on every side, and returns its transcript.
-func runDiffScenario(t *testing.T, s *diffSide) []diffStep {
-	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+func runDiffScenario(t *testing.T, s *diffSide, out *[]diffStep) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	var out []diffStep
 	ids := map[manifest.ID]bool{}
 	c := s.cluster
 	step := func(name string, op func() (*openctl.Report, error)) *diffStep {
@@ -367,20 +417,31 @@ func runDiffScenario(t *testing.T, s *diffSide) []diffStep {
 				ids[r.ID()] = true
 			}
 		}
+		// Read concurrently, as reading each node runs k3s on its host,
+		// which takes a while on the real ones.
+		var mu sync.Mutex
+		var wg sync.WaitGroup
 		for id := range ids {
-			f, err := s.engine.Get(ctx, id)
-			switch {
-			case err != nil:
-				st.Statuses[id.String()] = "error: " + s.norm.errString(err)
-			case f.Gone:
-				st.Statuses[id.String()] = "gone"
-			default:
-				st.Statuses[id.String()] = s.norm.value(f.Resource.Status)
-			}
+			wg.Go(func() {
+				var v any
+				f, err := s.engine.Get(ctx, id)
+				switch {
+				case err != nil:
+					v = "error: " + s.norm.errString(err)
+				case f.Gone:
+					v = "gone"
+				default:
+					v = placement(id, s.norm.value(f.Resource.Status))
+				}
+				mu.Lock()
+				st.Statuses[id.String()] = v
+				mu.Unlock()
+			})
 		}
+		wg.Wait()
 		st.Reads, _ = s.norm.commands(s.takeSteps())
-		out = append(out, st)
-		return &out[len(out)-1]
+		*out = append(*out, st)
+		return &(*out)[len(*out)-1]
 	}
 
 	// 1. Create.
@@ -392,8 +453,8 @@ func runDiffScenario(t *testing.T, s *diffSide) []diffStep {
 		s.norm.hostKey(k, name)
 	}
 	// Normalized again, now that the host keys are known.
-	out[0] = renormalize(t, s, out[0])
-	assert.Equal(t, 11, countOutcome(out[0], openctl.OutcomeCreated), "5 VMs, 5 nodes, the cluster: %v", out[0].Results)
+	(*out)[0] = renormalize(t, s, (*out)[0])
+	assert.Equal(t, 11, countOutcome((*out)[0], openctl.OutcomeCreated), "5 VMs, 5 nodes, the cluster: %v", (*out)[0].Results)
 
 	// 2. No-op re-apply.
 	st = step("re-apply", func() (*openctl.Report, error) { return s.engine.Apply(ctx, c) })
@@ -428,7 +489,21 @@ func runDiffScenario(t *testing.T, s *diffSide) []diffStep {
 	st = step("delete", func() (*openctl.Report, error) { return s.engine.Delete(ctx, c.ID()) })
 	require.Empty(t, st.Err, "delete")
 	assert.Equal(t, 9, countOutcome(*st, openctl.OutcomeDeleted), "4 VMs, 4 nodes, the cluster: %v", st.Results)
-	return out
+}
+
+// placement replaces the Proxmox node of a worker's VM with
+// <pve node> when it is one of the example's: the example pins each
+// control plane to its own node, but a worker goes wherever there is the
+// most room when its create runs, and the VMs are created concurrently.
+func placement(id manifest.ID, status any) any {
+	m, ok := status.(map[string]any)
+	if !ok || id.Kind != "VirtualMachine" || !strings.HasPrefix(id.Name, "dev-worker-") {
+		return status
+	}
+	if n, _ := m["node"].(string); n == "pve1" || n == "pve2" || n == "pve3" {
+		m["node"] = "<pve node>"
+	}
+	return m
 }
 
 // renormalize normalizes a step again (host keys learnt after it).
@@ -469,12 +544,20 @@ func countOutcome(st diffStep, o openctl.Outcome) int {
 //     real side): <ssh user>, <key path>, <public key>, where a value is
 //     exactly one of them;
 //   - the directories the providers write in: <dir>;
+//   - a sandbox VM's configured (LAN) address in its status.ips, when
+//     the loopback address it was moved to is listed too (unrelocated);
+//   - where a worker's VM runs, when it is one of the example's Proxmox
+//     nodes: workers go to the node with the most room when their create
+//     runs, and creates run concurrently (placement);
 //   - per-run values: times (RFC 3339), durations and ages where a field
 //     holds one (timeFields), tokens (K10…, their kind kept), certificates
 //     and keys (PEM, and base64 in a kubeconfig's *-data), UIDs, MAC
 //     addresses, and the fields runFields names, where their value has
 //     the form it must.
 type normalizer struct {
+	// relocated maps an address a manifest writes to the one the
+	// sandbox moves it to (k3s.Config.AddressMap).
+	relocated  map[string]string
 	sshPort    string
 	addrs      map[string]string // address → name
 	keys       map[string]string // base64 key or fingerprint → name
@@ -581,6 +664,9 @@ func (n *normalizer) value(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, x := range v {
+			if l, ok := x.([]any); ok && k == "ips" {
+				x = n.unrelocated(l)
+			}
 			if timeFields[k] && isTime(x) {
 				out[k] = "<" + k + ">"
 				continue
@@ -598,6 +684,8 @@ func (n *normalizer) value(v any) any {
 			out[i] = n.value(x)
 		}
 		return out
+	case nil:
+		return nil
 	case string:
 		return n.str(v)
 	default:
@@ -613,6 +701,28 @@ func (n *normalizer) value(v any) any {
 		}
 		return n.value(x)
 	}
+}
+
+// unrelocated drops from a VM's addresses the ones its manifest wrote
+// that the sandbox moved, when the address they moved to is listed too:
+// a sandbox VM lists its configured static address (the example's LAN)
+// and the address its guest reports (the loopback one it is reached at),
+// where on real hosts the two are one.
+func (n *normalizer) unrelocated(ips []any) []any {
+	has := map[string]bool{}
+	for _, x := range ips {
+		if s, ok := x.(string); ok {
+			has[s] = true
+		}
+	}
+	var out []any
+	for _, x := range ips {
+		if s, ok := x.(string); ok && n.relocated[s] != "" && n.relocated[s] != s && has[n.relocated[s]] {
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
 }
 
 // isTime reports whether v is a time, a duration or a number of seconds.
@@ -764,6 +874,8 @@ func TestDiffNormalizer(t *testing.T) {
 	sbn.hostKey(sbKey1, "dev-cp-1")
 	sbn.path("/tmp/sb/world", "<dir>")
 	sbn.sshUser = "ubuntu"
+	sbn.addr(netip.MustParseAddr("192.168.1.50"), "dev-cp-0")
+	sbn.relocated = map[string]string{"192.168.1.50": "127.80.1.50"}
 	rln := newNormalizer(22)
 	rln.addr(netip.MustParseAddr("10.77.3.10"), "dev-cp-0")
 	rln.addr(netip.MustParseAddr("10.77.3.11"), "dev-cp-1")
@@ -791,6 +903,21 @@ func TestDiffNormalizer(t *testing.T) {
 	rl := status("10.77.3.10", "10.77.3.11", "10.77.3.254", "22", line(rlKey0), "openctl", "/tmp/rl/kc", "2026-12-02T02:25:01.5Z",
 		"K10"+strings.Repeat("b", 64)+"::server:def")
 	require.Empty(t, diffValues("", sbn.value(sb), rln.value(rl)), "what differs by construction compares equal")
+
+	// A sandbox VM lists its configured address and the one it was moved
+	// to; a real VM's are one. Any other difference in the list shows.
+	vm := func(ips ...any) map[string]any { return map[string]any{"ips": ips, "node": "pve2"} }
+	assert.Empty(t, diffValues("", sbn.value(vm("127.80.1.50", "192.168.1.50")), rln.value(vm("10.77.3.10"))))
+	assert.NotEmpty(t, diffValues("", sbn.value(vm("127.80.1.50", "192.168.1.50")), rln.value(vm("10.77.3.10", "10.77.3.10"))), "a duplicate")
+	assert.NotEmpty(t, diffValues("", sbn.value(vm("127.80.1.50", "192.168.1.50")), rln.value(vm("10.77.3.10", "10.77.3.11"))), "another address")
+	assert.NotEmpty(t, diffValues("", sbn.value(vm("127.80.1.50", "192.168.1.50", "fe80::1")), rln.value(vm("10.77.3.10"))), "an address more")
+	// A worker's VM goes wherever there is room, a server's is pinned.
+	worker := manifest.ID{APIVersion: "proxmox.openctl.io/v1", Kind: "VirtualMachine", Name: "dev-worker-1"}
+	server := manifest.ID{APIVersion: "proxmox.openctl.io/v1", Kind: "VirtualMachine", Name: "dev-cp-1"}
+	placed := func(id manifest.ID, node string) any { return placement(id, map[string]any{"node": node}) }
+	assert.Empty(t, diffValues("", placed(worker, "pve1"), placed(worker, "pve2")))
+	assert.NotEmpty(t, diffValues("", placed(worker, "pve1"), placed(worker, "pve4")), "a node that is not the example's")
+	assert.NotEmpty(t, diffValues("", placed(server, "pve1"), placed(server, "pve2")), "a server's node")
 
 	// Anything else that differs shows.
 	for what, change := range map[string]func(m map[string]any){
