@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"path"
 	"strings"
@@ -25,8 +24,8 @@ import (
 // certificate (the server checks the node password), retrying every 5 s
 // with "Waiting to retrieve agent configuration"; registers its Node (no
 // roles), signals ready and keeps the node's heartbeat, Lease and pods.
-func (n *Network) runAgent(ctx context.Context, c *vmhost.Call, cfg AgentConfig, log *slog.Logger) error {
-	f := hostFS{c.Host}
+func (n *Network) runAgent(ctx context.Context, c *vmhost.Call, cfg agentConfig, log *slog.Logger) error {
+	f := callFS(c)
 	log.Info(fmt.Sprintf("Starting k3s agent %s (%s)", cfg.Version.K3s, cfg.Version.short()))
 	for _, fl := range cfg.Ignored {
 		log.Warn("flag not implemented by the k3s stand-in; ignored", "flag", "--"+fl)
@@ -41,13 +40,6 @@ func (n *Network) runAgent(ctx context.Context, c *vmhost.Call, cfg AgentConfig,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-n.ctx.Done():
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 
 	var sc *supervisorClient
 	for {
@@ -203,5 +195,3 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
-
-var _ = net.JoinHostPort

@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// AgentConfig is what `k3s agent` was asked to do: flags, then K3S_*
+// agentConfig is what `k3s agent` was asked to do: flags, then K3S_*
 // variables for flags not given.
-type AgentConfig struct {
+type agentConfig struct {
 	Server           string   // --server, -s, K3S_URL (required)
 	Token            string   // --token, -t, K3S_TOKEN, or --token-file, K3S_TOKEN_FILE (required)
 	DataDir          string   // --data-dir, K3S_DATA_DIR; default /var/lib/rancher/k3s
@@ -26,21 +26,21 @@ type AgentConfig struct {
 
 // parseAgentArgs parses `k3s agent` arguments. A missing token or server,
 // or a server URL that is not https, is a configuration error.
-func parseAgentArgs(hf hostFS, args []string, lookupEnv func(string) (string, bool)) (AgentConfig, error) {
+func parseAgentArgs(hf hostFS, args []string, lookupEnv func(string) (string, bool)) (agentConfig, error) {
 	args, _, err := withConfigFile(hf, "agent", args, lookupEnv, func() *pflag.FlagSet {
-		fs, _, _ := agentFlags(&AgentConfig{})
+		fs, _, _ := agentFlags(&agentConfig{})
 		return fs
 	})
 	if err != nil {
-		return AgentConfig{}, err
+		return agentConfig{}, err
 	}
-	cfg := AgentConfig{}
+	cfg := agentConfig{}
 	fs, tokenFile, ignoredFlags := agentFlags(&cfg)
 	if err := fs.Parse(args); err != nil {
-		return AgentConfig{}, fmt.Errorf("standin: agent: %w", err)
+		return agentConfig{}, fmt.Errorf("standin: agent: %w", err)
 	}
 	if fs.NArg() > 0 {
-		return AgentConfig{}, fmt.Errorf("standin: agent: unexpected arguments %q", fs.Args())
+		return agentConfig{}, fmt.Errorf("standin: agent: unexpected arguments %q", fs.Args())
 	}
 	fs.Visit(func(f *pflag.Flag) {
 		for _, n := range ignoredFlags {
@@ -68,18 +68,18 @@ func parseAgentArgs(hf hostFS, args []string, lookupEnv func(string) (string, bo
 	if cfg.Token == "" && *tokenFile != "" {
 		b, err := hf.readFile(*tokenFile)
 		if err != nil {
-			return AgentConfig{}, fmt.Errorf("standin: token file: %w", err)
+			return agentConfig{}, fmt.Errorf("standin: token file: %w", err)
 		}
 		cfg.Token = strings.TrimSpace(string(b))
 	}
 	if cfg.Server == "" {
-		return AgentConfig{}, errors.New("--server is required")
+		return agentConfig{}, errors.New("--server is required")
 	}
 	if !strings.HasPrefix(cfg.Server, "https://") {
-		return AgentConfig{}, fmt.Errorf("--server %q: only https:// URLs are supported", cfg.Server)
+		return agentConfig{}, fmt.Errorf("--server %q: only https:// URLs are supported", cfg.Server)
 	}
 	if cfg.Token == "" {
-		return AgentConfig{}, errors.New("--token is required")
+		return agentConfig{}, errors.New("--token is required")
 	}
 	if cfg.NodeName == "" {
 		cfg.NodeName = strings.ToLower(hf.h.Hostname())
@@ -89,7 +89,7 @@ func parseAgentArgs(hf hostFS, args []string, lookupEnv func(string) (string, bo
 
 // agentFlags defines `k3s agent`'s flags on cfg; it returns the token
 // file flag's value and the names of the flags accepted but ignored.
-func agentFlags(cfg *AgentConfig) (fs *pflag.FlagSet, tokenFile *string, ignored []string) {
+func agentFlags(cfg *agentConfig) (fs *pflag.FlagSet, tokenFile *string, ignored []string) {
 	fs = pflag.NewFlagSet("agent", pflag.ContinueOnError)
 	fs.SetOutput(discard{})
 	fs.StringVarP(&cfg.Server, "server", "s", "", "")

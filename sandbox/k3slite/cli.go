@@ -14,7 +14,7 @@ import (
 // run through a binary's #! line, args[1] is the binary) or the name it
 // was run as.
 func (n *Network) main(ctx context.Context, c *vmhost.Call) int {
-	f := hostFS{c.Host}
+	f := callFS(c)
 	args := c.Args
 	binFile := ""
 	if path.Clean(args[0]) == ProgramPath && len(args) > 1 {
@@ -47,7 +47,7 @@ func (n *Network) main(ctx context.Context, c *vmhost.Call) int {
 
 	switch path.Base(args[0]) {
 	case "kubectl":
-		return runKubectl(ctx, c, args[1:], lookupEnv)
+		return n.runKubectl(ctx, c, args[1:], lookupEnv)
 	case "crictl", "ctr":
 		fmt.Fprintf(c.Stderr, "%s: not available in the k3s stand-in\n", path.Base(args[0]))
 		return 1
@@ -64,7 +64,7 @@ func (n *Network) main(ctx context.Context, c *vmhost.Call) int {
 		fmt.Fprint(c.Stdout, usage)
 		return 0
 	case "kubectl":
-		return runKubectl(ctx, c, args[2:], lookupEnv)
+		return n.runKubectl(ctx, c, args[2:], lookupEnv)
 	case "server":
 		log := newLogger(c.Stderr)
 		cfg, err := parseServerArgs(f, args[2:], lookupEnv)

@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// ServerConfig is what `k3s server` was asked to do. Fields come from flags,
+// serverConfig is what `k3s server` was asked to do. Fields come from flags,
 // then K3S_* variables for flags not given. Not safe for concurrent mutation.
-type ServerConfig struct {
+type serverConfig struct {
 	ClusterInit     bool
 	Server          string   // --server, -s, K3S_URL: join the cluster of this server
 	DataDir         string   // --data-dir, K3S_DATA_DIR; default /var/lib/rancher/k3s
@@ -60,21 +60,21 @@ type ServerConfig struct {
 
 // parseServerArgs parses `k3s server` arguments. lookupEnv is os.LookupEnv
 // in the binary. An unknown flag or a bad value is an error.
-func parseServerArgs(f hostFS, args []string, lookupEnv func(string) (string, bool)) (ServerConfig, error) {
+func parseServerArgs(f hostFS, args []string, lookupEnv func(string) (string, bool)) (serverConfig, error) {
 	args, warnings, err := withConfigFile(f, "server", args, lookupEnv, func() *pflag.FlagSet {
-		fs, _, _ := serverFlags(&ServerConfig{})
+		fs, _, _ := serverFlags(&serverConfig{})
 		return fs
 	})
 	if err != nil {
-		return ServerConfig{}, err
+		return serverConfig{}, err
 	}
-	cfg := ServerConfig{ConfigWarnings: warnings}
+	cfg := serverConfig{ConfigWarnings: warnings}
 	fs, tokenFile, agentTokenFile := serverFlags(&cfg)
 	if err := fs.Parse(args); err != nil {
-		return ServerConfig{}, fmt.Errorf("standin: server: %w", err)
+		return serverConfig{}, fmt.Errorf("standin: server: %w", err)
 	}
 	if fs.NArg() > 0 {
-		return ServerConfig{}, fmt.Errorf("standin: server: unexpected arguments %q", fs.Args())
+		return serverConfig{}, fmt.Errorf("standin: server: unexpected arguments %q", fs.Args())
 	}
 	var ignored []string
 	fs.Visit(func(f *pflag.Flag) {
@@ -93,7 +93,7 @@ func parseServerArgs(f hostFS, args []string, lookupEnv func(string) (string, bo
 
 // serverFlags defines `k3s server`'s flags on cfg; the token file flags'
 // values are returned apart.
-func serverFlags(cfg *ServerConfig) (fs *pflag.FlagSet, tokenFile, agentTokenFile *string) {
+func serverFlags(cfg *serverConfig) (fs *pflag.FlagSet, tokenFile, agentTokenFile *string) {
 	fs = pflag.NewFlagSet("server", pflag.ContinueOnError)
 	fs.SetOutput(discard{})
 	fs.BoolVar(&cfg.ClusterInit, "cluster-init", false, "")
@@ -115,7 +115,7 @@ func serverFlags(cfg *ServerConfig) (fs *pflag.FlagSet, tokenFile, agentTokenFil
 	fs.IntVar(&cfg.EtcdPeerPort, "standin-etcd-peer-port", 2380, "")
 	fs.StringVar(&cfg.NodePasswordFile, "standin-node-password-file", DefaultNodePasswordFile, "")
 	fs.StringVarP(&cfg.Server, "server", "s", "", "")
-	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "standin-node-monitor-grace-period", 50*time.Second, "")
+	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "standin-node-monitor-grace-period", defaultNodeMonitorGracePeriod, "")
 	fs.StringVarP(&cfg.ConfigFile, "config", "c", DefaultConfigFile, "")
 	fs.StringVar(&cfg.AgentToken, "agent-token", "", "")
 	agentTokenFile = fs.String("agent-token-file", "", "")
@@ -134,7 +134,7 @@ func serverFlags(cfg *ServerConfig) (fs *pflag.FlagSet, tokenFile, agentTokenFil
 
 // finishServerConfig fills in what parsing leaves: critical values, K3S_*
 // variables for flags not set, token files, checks and defaults.
-func finishServerConfig(hf hostFS, cfg ServerConfig, fs *pflag.FlagSet, tokenFile, agentTokenFile *string, lookupEnv func(string) (string, bool)) (ServerConfig, error) {
+func finishServerConfig(hf hostFS, cfg serverConfig, fs *pflag.FlagSet, tokenFile, agentTokenFile *string, lookupEnv func(string) (string, bool)) (serverConfig, error) {
 	cfg.Critical = map[string]string{}
 	for _, name := range []string{"cluster-cidr", "service-cidr", "cluster-dns", "cluster-domain", "flannel-backend", "egress-selector-mode"} {
 		cfg.Critical[name] = fs.Lookup(name).Value.String()
@@ -171,7 +171,7 @@ func finishServerConfig(hf hostFS, cfg ServerConfig, fs *pflag.FlagSet, tokenFil
 		if v, ok := lookupEnv("K3S_CLUSTER_INIT"); ok && v != "" {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				return ServerConfig{}, fmt.Errorf("standin: K3S_CLUSTER_INIT: %w", err)
+				return serverConfig{}, fmt.Errorf("standin: K3S_CLUSTER_INIT: %w", err)
 			}
 			cfg.ClusterInit = b
 		}
@@ -179,28 +179,28 @@ func finishServerConfig(hf hostFS, cfg ServerConfig, fs *pflag.FlagSet, tokenFil
 	if cfg.Token == "" && *tokenFile != "" {
 		b, err := hf.readFile(*tokenFile)
 		if err != nil {
-			return ServerConfig{}, fmt.Errorf("standin: token file: %w", err)
+			return serverConfig{}, fmt.Errorf("standin: token file: %w", err)
 		}
 		cfg.Token = strings.TrimSpace(string(b))
 	}
 	if cfg.AgentToken == "" && *agentTokenFile != "" {
 		b, err := hf.readFile(*agentTokenFile)
 		if err != nil {
-			return ServerConfig{}, fmt.Errorf("standin: agent token file: %w", err)
+			return serverConfig{}, fmt.Errorf("standin: agent token file: %w", err)
 		}
 		cfg.AgentToken = strings.TrimSpace(string(b))
 	}
 	if cfg.Server != "" {
 		if !strings.HasPrefix(cfg.Server, "https://") {
-			return ServerConfig{}, fmt.Errorf("standin: --server %q: only https:// URLs are supported", cfg.Server)
+			return serverConfig{}, fmt.Errorf("standin: --server %q: only https:// URLs are supported", cfg.Server)
 		}
 		if cfg.Token == "" {
-			return ServerConfig{}, fmt.Errorf("--token is required when joining a cluster with --server")
+			return serverConfig{}, fmt.Errorf("--token is required when joining a cluster with --server")
 		}
 	}
 	if cfg.KubeconfigMode != "" {
 		if _, err := strconv.ParseUint(cfg.KubeconfigMode, 8, 32); err != nil {
-			return ServerConfig{}, fmt.Errorf("standin: --write-kubeconfig-mode %q is not an octal mode", cfg.KubeconfigMode)
+			return serverConfig{}, fmt.Errorf("standin: --write-kubeconfig-mode %q is not an octal mode", cfg.KubeconfigMode)
 		}
 	}
 	if cfg.KubeconfigPath == "" {
@@ -212,8 +212,10 @@ func finishServerConfig(hf hostFS, cfg ServerConfig, fs *pflag.FlagSet, tokenFil
 	return cfg, nil
 }
 
-// Server flags the stand-in has nothing to apply to; they are accepted
-// with a warning.
+// defaultNodeMonitorGracePeriod is kube-controller-manager's
+// --node-monitor-grace-period since Kubernetes 1.32.
+const defaultNodeMonitorGracePeriod = 50 * time.Second
+
 // criticalDefaults are k3s's defaults of the critical values the stand-in
 // only records.
 var criticalDefaults = map[string]string{
@@ -221,6 +223,8 @@ var criticalDefaults = map[string]string{
 	"flannel-backend": "vxlan", "egress-selector-mode": "agent",
 }
 
+// Server flags the light k3s (like the stand-in) has nothing to apply to;
+// they are accepted with a warning.
 var (
 	ignoredStrings = []string{"advertise-address", "node-external-ip", "flannel-iface", "flannel-backend",
 		"cluster-cidr", "cluster-dns", "cluster-domain", "resolv-conf", "private-registry",

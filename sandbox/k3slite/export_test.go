@@ -2,6 +2,7 @@ package k3slite_test
 
 import (
 	"io/fs"
+	"net/netip"
 	"strings"
 
 	"github.com/openctl/openctl/sandbox/k3slite"
@@ -18,3 +19,5 @@ func fsStat(h *vmhost.Host, p string) (string, error) {
 	}
 	return fi.Mode().String(), nil
 }
+
+func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }

@@ -3,7 +3,6 @@ package k3slite_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/netip"
 	"strings"
 	"sync"
@@ -220,5 +219,3 @@ func eventually(t *testing.T, what string, cond func() error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
-var _ = fmt.Sprint

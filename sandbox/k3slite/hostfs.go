@@ -10,20 +10,35 @@ import (
 	"os"
 	"path"
 	"strings"
+	"syscall"
 
 	"github.com/openctl/openctl/sandbox/vmhost"
 )
 
-// hostFS is the file system of the host a k3s program runs on, as root:
-// reads go through the host's fs.FS, writes through its shell (mkdir,
-// chmod, mv, ln), so that every path stays confined to the host.
+// hostFS is the file system of the host a k3s program runs on, as the
+// program's user sees it (root when empty): reads go through the host's
+// file system, writes through its shell (mkdir, chmod, mv, ln), so that
+// every path stays confined to the host and a user's rights apply.
 type hostFS struct {
-	h *vmhost.Host
+	h    *vmhost.Host
+	user string
 }
+
+// callFS is the file system of c's host as c's user sees it.
+func callFS(c *vmhost.Call) hostFS { return hostFS{h: c.Host, user: c.User} }
+
+func (f hostFS) root() bool { return f.user == "" || f.user == "root" }
 
 func rel(p string) string { return strings.TrimPrefix(path.Clean("/"+p), "/") }
 
 func (f hostFS) readFile(p string) ([]byte, error) {
+	if !f.root() {
+		b, err := (&vmhost.Call{Host: f.h, User: f.user, Dir: "/"}).ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", p, unwrapPath(err))
+		}
+		return b, nil
+	}
 	b, err := fs.ReadFile(f.h.FS(), rel(p))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", p, unwrapPath(err))
@@ -31,7 +46,13 @@ func (f hostFS) readFile(p string) ([]byte, error) {
 	return b, nil
 }
 
+// unwrapPath is the cause of a path error, as Go's os package words it
+// ("permission denied"; the host words its own in dash's way).
 func unwrapPath(err error) error {
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		return en
+	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
@@ -48,11 +69,15 @@ func (f hostFS) readDir(p string) ([]fs.DirEntry, error) {
 	return fs.ReadDir(f.h.FS(), rel(p))
 }
 
-// sh runs script as root on the host; a non-zero status is an error
+// sh runs script as f's user on the host; a non-zero status is an error
 // carrying its standard error.
 func (f hostFS) sh(script string, stdin io.Reader) error {
 	var stderr bytes.Buffer
-	st, err := f.h.Run(context.Background(), script, stdin, nil, &stderr, nil, "root")
+	user := f.user
+	if user == "" {
+		user = "root"
+	}
+	st, err := f.h.Run(context.Background(), script, stdin, nil, &stderr, nil, user)
 	if err != nil {
 		return fmt.Errorf("k3slite: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
 	"path"
@@ -40,8 +41,8 @@ const kubectlUnsupported = `error: the k3s sandbox's kubectl only implements "ge
 // through client-go, with kubectl's output and error messages. As in
 // k3s, without $KUBECONFIG or --kubeconfig it uses /etc/rancher/k3s/k3s.yaml
 // when that file exists.
-func runKubectl(ctx context.Context, c *vmhost.Call, args []string, lookupEnv func(string) (string, bool)) int {
-	f := hostFS{c.Host}
+func (n *Network) runKubectl(ctx context.Context, c *vmhost.Call, args []string, lookupEnv func(string) (string, bool)) int {
+	f := callFS(c)
 	fs := pflag.NewFlagSet("kubectl", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	kubeconfig := fs.String("kubeconfig", "", "")
@@ -69,7 +70,7 @@ func runKubectl(ctx context.Context, c *vmhost.Call, args []string, lookupEnv fu
 			}
 		}
 	}
-	cfg, server, err := kubectlConfig(f, c.Host, *kubeconfig, lookupEnv)
+	cfg, server, err := n.kubectlConfig(f, *kubeconfig, lookupEnv)
 	if err != nil {
 		fmt.Fprintf(c.Stderr, "error: %v\n", err)
 		return 1
@@ -259,10 +260,10 @@ func kubectlError(c *vmhost.Call, server string, err error) int {
 // kubectlConfig loads the kubeconfig kubectl would, from the host's file
 // system, with the files it names read in, and returns the client
 // configuration and the server's host:port. A server on a loopback
-// address is reached at the host's own address: sandbox hosts share the
-// machine's loopback, and a k3s server of the sandbox listens on its
-// node address only.
-func kubectlConfig(f hostFS, h *vmhost.Host, flag string, lookupEnv func(string) (string, bool)) (*rest.Config, string, error) {
+// address is reached where the host's own k3s server listens (else at the
+// host's first address): sandbox hosts share the machine's loopback, and
+// a k3s server of the sandbox listens on its node address only.
+func (n *Network) kubectlConfig(f hostFS, flag string, lookupEnv func(string) (string, bool)) (*rest.Config, string, error) {
 	file := flag
 	if file == "" {
 		if v, ok := lookupEnv("KUBECONFIG"); ok && v != "" {
@@ -278,8 +279,11 @@ func kubectlConfig(f hostFS, h *vmhost.Host, flag string, lookupEnv func(string)
 		kc = clientcmdapi.NewConfig()
 	} else {
 		data, err := f.readFile(file)
-		if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil, "", fmt.Errorf("stat %s: no such file or directory", file)
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("error loading config file %q: %v", file, err)
 		}
 		if kc, err = clientcmd.Load(data); err != nil {
 			return nil, "", fmt.Errorf("error loading config file %q: %v", file, err)
@@ -334,12 +338,9 @@ func kubectlConfig(f hostFS, h *vmhost.Host, flag string, lookupEnv func(string)
 			return nil, "", fmt.Errorf("%v", err)
 		}
 	}
-	self, hasSelf := primaryAddr(h)
 	cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if host, port, err := net.SplitHostPort(addr); err == nil && hasSelf {
-			if host == "localhost" || host == "127.0.0.1" || host == "::1" {
-				addr = net.JoinHostPort(self.String(), port)
-			}
+		if host, port, err := net.SplitHostPort(addr); err == nil && (host == "localhost" || host == "127.0.0.1" || host == "::1") {
+			addr = n.localAddr(f.h, port)
 		}
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)

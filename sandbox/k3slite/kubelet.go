@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 )
 
 // nodeLeaseSeconds is the kubelet's default node lease duration.
@@ -32,8 +31,8 @@ func (n *nodeAgent) renewLease(ctx context.Context, node *corev1.Node) error {
 				}},
 			},
 			Spec: coordinationv1.LeaseSpec{
-				HolderIdentity:       ptr.To(n.spec.Name),
-				LeaseDurationSeconds: ptr.To[int32](nodeLeaseSeconds),
+				HolderIdentity:       ptrTo(n.spec.Name),
+				LeaseDurationSeconds: ptrTo[int32](nodeLeaseSeconds),
 				RenewTime:            &now,
 			},
 		}
@@ -46,8 +45,8 @@ func (n *nodeAgent) renewLease(ctx context.Context, node *corev1.Node) error {
 	if err != nil {
 		return fmt.Errorf("standin: node lease: %w", err)
 	}
-	lease.Spec.HolderIdentity = ptr.To(n.spec.Name)
-	lease.Spec.LeaseDurationSeconds = ptr.To[int32](nodeLeaseSeconds)
+	lease.Spec.HolderIdentity = ptrTo(n.spec.Name)
+	lease.Spec.LeaseDurationSeconds = ptrTo[int32](nodeLeaseSeconds)
 	lease.Spec.RenewTime = &now
 	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("standin: node lease: %w", err)
@@ -90,7 +89,7 @@ func (n *nodeAgent) syncPods(ctx context.Context) error {
 		switch {
 		case p.DeletionTimestamp != nil:
 			err := api.Delete(ctx, p.Name, metav1.DeleteOptions{
-				GracePeriodSeconds: ptr.To[int64](0),
+				GracePeriodSeconds: ptrTo[int64](0),
 				Preconditions:      &metav1.Preconditions{UID: &p.UID},
 			})
 			if err == nil {
@@ -129,7 +128,7 @@ func (n *nodeAgent) setRunning(p *corev1.Pod) {
 			Image:   c.Image,
 			ImageID: c.Image,
 			Ready:   true,
-			Started: ptr.To(true),
+			Started: ptrTo(true),
 			State:   corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 		})
 	}
@@ -227,7 +226,7 @@ func timeAdded(taints []corev1.Taint, key string, effect corev1.TaintEffect, now
 		}
 	}
 	if effect == corev1.TaintEffectNoExecute {
-		return ptr.To(metav1.NewTime(now))
+		return ptrTo(metav1.NewTime(now))
 	}
 	return nil
 }
@@ -243,3 +242,6 @@ func sameTaints(a, b []corev1.Taint) bool {
 	}
 	return true
 }
+
+// ptrTo returns a pointer to v.
+func ptrTo[T any](v T) *T { return &v }

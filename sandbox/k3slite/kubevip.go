@@ -41,7 +41,7 @@ const kubeVIPAnnouncements = 3
 // stops it (releasing the VIP and the Lease). It returns after stopping
 // the emulation, so the caller keeps the API up until then.
 func (n *Network) watchManifests(ctx context.Context, h *vmhost.Host, dir, node string, nodeIP net.IP, apiHost string, client kubernetes.Interface, log *slog.Logger) {
-	f := hostFS{h}
+	f := hostFS{h: h}
 	type parsed struct {
 		sum [32]byte
 		cfg kubeVIPConfig
@@ -309,14 +309,8 @@ func (k *kubeVIP) ensure() {
 		k.fail(err)
 		return
 	}
-	if !k.hasAddr(iface) {
-		if err := k.h.AddAddress(vmhost.Address{Interface: iface, Prefix: k.cfg.Prefix()}); err != nil {
-			k.fail(fmt.Errorf("adding %s to %s: %w", k.cfg.Prefix(), iface, err))
-			return
-		}
-		k.announced = 0
-		k.log.Info(fmt.Sprintf("kube-vip: added %s to %s", k.cfg.Prefix(), iface))
-	}
+	// The listener first: the VIP appears on the interface once it
+	// answers (a previous holder still listening makes this wait).
 	if k.proxy == nil {
 		p, err := k.n.listenVIP(k.cfg.Address, k.cfg.Port, k.apiHost, k.node)
 		if err != nil {
@@ -324,6 +318,14 @@ func (k *kubeVIP) ensure() {
 			return
 		}
 		k.proxy = p
+	}
+	if !k.hasAddr(iface) {
+		if err := k.h.AddAddress(vmhost.Address{Interface: iface, Prefix: k.cfg.Prefix()}); err != nil {
+			k.fail(fmt.Errorf("adding %s to %s: %w", k.cfg.Prefix(), iface, err))
+			return
+		}
+		k.announced = 0
+		k.log.Info(fmt.Sprintf("kube-vip: added %s to %s", k.cfg.Prefix(), iface))
 	}
 	if k.cfg.ARP && k.announced < kubeVIPAnnouncements {
 		if !k.cfg.Address.Is4() {

@@ -64,10 +64,10 @@ func holdsVIP(t *testing.T, h *vmhost.Host, vip string) bool {
 func TestKubeVIP(t *testing.T) {
 	n := newNetwork(t)
 	ctx := context.Background()
-	const vip = "127.80.4.254"
-	s0 := newHost(t, n, "k0", "127.80.4.10", "v1.37.2+k3s1")
-	s1 := newHost(t, n, "k1", "127.80.4.11", "v1.37.2+k3s1")
-	s2 := newHost(t, n, "k2", "127.80.4.12", "v1.37.2+k3s1")
+	const vip = "127.80.204.254"
+	s0 := newHost(t, n, "k0", "127.80.204.10", "v1.37.2+k3s1")
+	s1 := newHost(t, n, "k1", "127.80.204.11", "v1.37.2+k3s1")
+	s2 := newHost(t, n, "k2", "127.80.204.12", "v1.37.2+k3s1")
 	for _, h := range []*vmhost.Host{s0, s1, s2} {
 		run(t, h, "mkdir -p /var/lib/rancher/k3s/server/manifests && cat > /var/lib/rancher/k3s/server/manifests/openctl-kube-vip.yaml", kubeVIPManifest(vip, "eth0"))
 	}
@@ -104,7 +104,7 @@ func TestKubeVIP(t *testing.T) {
 	if err != nil || *lease.Spec.HolderIdentity != "k0" {
 		t.Fatalf("lease: %v %v", lease, err)
 	}
-	if !strings.Contains(p0.log.String(), "kube-vip: this node is the leader, adding 127.80.4.254/32 to eth0") {
+	if !strings.Contains(p0.log.String(), "kube-vip: this node is the leader, adding 127.80.204.254/32 to eth0") {
 		t.Errorf("log:\n%s", p0.log.String())
 	}
 	// A stopped leader lets go; another takes the VIP.
@@ -129,7 +129,7 @@ func TestKubeVIP(t *testing.T) {
 	}
 	// The provider's handover: the Lease given to the other server moves the VIP.
 	to := map[string]string{"k1": "k2", "k2": "k1"}[holder]
-	cs = clientFor(t, s1, "127.80.4.11")
+	cs = clientFor(t, s1, "127.80.204.11")
 	eventually(t, "lease handed over", func() error {
 		l, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, "plndr-cp-lock", metav1.GetOptions{})
 		if err != nil {

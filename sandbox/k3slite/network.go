@@ -27,9 +27,10 @@ type NetworkOptions struct {
 	// to their standard error, as k3s does.
 	Logger *slog.Logger
 	// PromoteDelay is how long a joining server stays an etcd learner
-	// once its member runs (default 1s; the stand-in's 5–10 s). Another
-	// server joining meanwhile is refused with etcd's "too many learner
-	// members in cluster".
+	// once its member runs (default, 0: 1s; the stand-in's 5–10 s).
+	// Another server joining meanwhile is refused with etcd's "too many
+	// learner members in cluster". Negative: learners wait for
+	// [Network.PromoteLearners].
 	PromoteDelay time.Duration
 	// HeartbeatInterval is how often a node renews its Lease and Ready
 	// condition (default 10s, as the stand-in).
@@ -38,7 +39,8 @@ type NetworkOptions struct {
 	// pods and servers look for deleted Nodes (default 1s).
 	PodSyncInterval time.Duration
 	// NodeMonitorGracePeriod: a node whose Lease is older turns NotReady
-	// (default 50s, kube-controller-manager's).
+	// (default 50s, kube-controller-manager's); a server's
+	// --standin-node-monitor-grace-period wins.
 	NodeMonitorGracePeriod time.Duration
 }
 
@@ -51,8 +53,10 @@ type Network struct {
 
 	mu       sync.Mutex
 	clusters map[string]*cluster
-	vips     map[string]*vipHold // VIP address → its holder
+	vips     map[string]*vipHold                // VIP address → its holder
+	listens  map[*vmhost.Host]map[string]string // a host's running servers: port → host:port
 	closed   bool
+	programs sync.WaitGroup // the k3s programs running on the network
 	ctx      context.Context
 	cancel   context.CancelFunc
 }
@@ -62,7 +66,7 @@ func NewNetwork(opts NetworkOptions) *Network {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.PromoteDelay <= 0 {
+	if opts.PromoteDelay == 0 {
 		opts.PromoteDelay = time.Second
 	}
 	if opts.HeartbeatInterval <= 0 {
@@ -72,27 +76,46 @@ func NewNetwork(opts NetworkOptions) *Network {
 		opts.PodSyncInterval = time.Second
 	}
 	if opts.NodeMonitorGracePeriod <= 0 {
-		opts.NodeMonitorGracePeriod = 50 * time.Second
+		opts.NodeMonitorGracePeriod = defaultNodeMonitorGracePeriod
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Network{opts: opts, log: opts.Logger, clusters: map[string]*cluster{}, vips: map[string]*vipHold{}, ctx: ctx, cancel: cancel}
+	return &Network{opts: opts, log: opts.Logger, clusters: map[string]*cluster{}, vips: map[string]*vipHold{}, listens: map[*vmhost.Host]map[string]string{}, ctx: ctx, cancel: cancel}
 }
 
-// Close ends the network: every k3s program running on it stops (as its
-// service would on a power-off) and its clusters are forgotten.
+// Close ends the network: every k3s program running on it stops (as on a
+// service stop), Close waits for them, and the clusters are forgotten.
+// The program fails on a closed network.
 func (n *Network) Close() error {
 	n.mu.Lock()
 	n.closed = true
-	n.clusters = map[string]*cluster{}
 	n.mu.Unlock()
 	n.cancel()
+	n.programs.Wait()
+	n.mu.Lock()
+	n.clusters = map[string]*cluster{}
+	n.mu.Unlock()
 	return nil
 }
 
 // Program is the k3s program of every host on n: register it in
 // vmhost.Options.Programs under ProgramPath.
 func (n *Network) Program() vmhost.Program {
-	return func(ctx context.Context, c *vmhost.Call) int { return n.main(ctx, c) }
+	return func(ctx context.Context, c *vmhost.Call) int {
+		n.mu.Lock()
+		if n.closed {
+			n.mu.Unlock()
+			fmt.Fprintln(c.Stderr, "k3slite: the sandbox network is closed")
+			return 1
+		}
+		n.programs.Add(1)
+		n.mu.Unlock()
+		defer n.programs.Done()
+		// Close ends every program, whatever it is doing.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(n.ctx, cancel)()
+		return n.main(ctx, c)
+	}
 }
 
 // cluster is one k3s cluster: its datastore (a kubelite Store), its etcd
@@ -116,6 +139,7 @@ type member struct {
 	removed chan struct{} // closed once removed from the cluster
 	gone    bool
 	promote *time.Timer
+	log     *slog.Logger // its server's, for the promotion line
 }
 
 func (m *member) peerURL() string {
@@ -215,20 +239,50 @@ func (n *Network) start(c *cluster, m *member, log *slog.Logger) error {
 		return errEtcdStopped
 	}
 	m.running++
-	if m.learner && m.promote == nil {
+	m.log = log
+	if m.learner && m.promote == nil && n.opts.PromoteDelay > 0 {
 		m.promote = time.AfterFunc(n.opts.PromoteDelay, func() {
 			n.mu.Lock()
 			defer n.mu.Unlock()
 			m.promote = nil
-			if m.gone || m.running == 0 || !m.learner {
-				return
-			}
-			m.learner = false
-			log.Info("Promoted etcd learner " + m.name + " to a voting member")
-			n.log.Info("k3slite: learner promoted", "cluster", c.id, "member", m.name)
+			n.promoteLocked(c, m)
 		})
 	}
 	return nil
+}
+
+// promoteLocked makes m, a running learner, a voting member. Call with
+// n.mu held.
+func (n *Network) promoteLocked(c *cluster, m *member) bool {
+	if m.gone || m.running == 0 || !m.learner {
+		return false
+	}
+	m.learner = false
+	if m.log != nil {
+		m.log.Info("Promoted etcd learner " + m.name + " to a voting member")
+	}
+	n.log.Info("k3slite: learner promoted", "cluster", c.id, "member", m.name)
+	return true
+}
+
+// PromoteLearners promotes every running learner of every cluster now,
+// as etcd's leader does once a learner has caught up, and returns their
+// member names. With a negative NetworkOptions.PromoteDelay it is the
+// only way learners are promoted, so a test decides how long a join's
+// learner window lasts.
+func (n *Network) PromoteLearners() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var names []string
+	for _, c := range n.clusters {
+		for _, m := range c.members {
+			if n.promoteLocked(c, m) {
+				names = append(names, m.name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // stop marks m no longer running.
@@ -325,4 +379,68 @@ func (n *Network) setClusterPasswd(c *cluster, passwd []byte) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	c.passwd = slices.Clone(passwd)
+}
+
+// listening records that a server on h listens on addr (host:port).
+func (n *Network) listening(h *vmhost.Host, addr string, on bool) {
+	_, port, _ := net.SplitHostPort(addr)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if on {
+		if n.listens[h] == nil {
+			n.listens[h] = map[string]string{}
+		}
+		n.listens[h][port] = addr
+		return
+	}
+	delete(n.listens[h], port)
+	if len(n.listens[h]) == 0 {
+		delete(n.listens, h)
+	}
+}
+
+// localAddr is where a connection from h to its own loopback port goes:
+// the address a server on h listens on with that port, else h's first
+// address (or 127.0.0.1) with it. An empty port is any server's.
+func (n *Network) localAddr(h *vmhost.Host, port string) string {
+	n.mu.Lock()
+	for p, addr := range n.listens[h] {
+		if port == "" || p == port {
+			n.mu.Unlock()
+			return addr
+		}
+	}
+	n.mu.Unlock()
+	host := "127.0.0.1"
+	if a, ok := primaryAddr(h); ok {
+		host = a.String()
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// Member is one etcd member of a cluster, as [Network.Members] reports it.
+type Member struct {
+	Name    string // <node>-<8 hex>
+	Node    string // the node's name
+	Address string // its node IP
+	Learner bool   // not yet promoted to a voting member
+	Running bool   // its server runs
+}
+
+// Members returns the etcd members of the cluster that has a member of
+// node, in the order they were added; nil when no cluster has one.
+func (n *Network) Members(node string) []Member {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, c := range n.clusters {
+		if !slices.ContainsFunc(c.members, func(m *member) bool { return m.node == node }) {
+			continue
+		}
+		out := make([]Member, 0, len(c.members))
+		for _, m := range c.members {
+			out = append(out, Member{Name: m.name, Node: m.node, Address: m.host, Learner: m.learner, Running: m.running > 0})
+		}
+		return out
+	}
+	return nil
 }

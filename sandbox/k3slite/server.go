@@ -88,7 +88,7 @@ func primaryAddr(h *vmhost.Host) (netip.Addr, bool) {
 
 // servingSANs: localhost, the kubernetes service names and first IP, the
 // node's name and address, and every --tls-san.
-func servingSANs(cfg ServerConfig, nodeIP net.IP) ([]string, []net.IP) {
+func servingSANs(cfg serverConfig, nodeIP net.IP) ([]string, []net.IP) {
 	dns := []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", cfg.NodeName}
 	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, nodeIP}
 	if _, svc, err := net.ParseCIDR(cfg.ServiceCIDR); err == nil {
@@ -111,8 +111,8 @@ func servingSANs(cfg ServerConfig, nodeIP net.IP) ([]string, []net.IP) {
 // does, with the Network's datastore in place of etcd and kubelite in
 // place of the kube-apiserver. It returns ctx's error after a clean
 // shutdown; any other error is fatal.
-func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg ServerConfig, log *slog.Logger) error {
-	f := hostFS{c.Host}
+func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg serverConfig, log *slog.Logger) error {
+	f := callFS(c)
 	v := cfg.Version
 	log.Info(fmt.Sprintf("Starting k3s %s (%s)", v.K3s, v.short()))
 	for _, fl := range cfg.Ignored {
@@ -225,6 +225,9 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg ServerConfi
 
 	// The datastore: the Network's stand-in for etcd.
 	cl, m, err := n.datastore(ctx, f, cfg, serverDir, nodeIP, joining, sc, log)
+	if sc != nil {
+		sc.http.CloseIdleConnections()
+	}
 	if err != nil {
 		return err
 	}
@@ -251,33 +254,8 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg ServerConfi
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(listenHost, port))
-	if err != nil {
-		return fmt.Errorf("standin: kube-apiserver: %w", err)
-	}
-	srv := &http.Server{
-		Handler:  sup.wrap(n.quorumGuard(cl, api)),
-		ErrorLog: nil,
-		TLSConfig: &tls.Config{
-			Certificates: []tls.Certificate{servingKey},
-			ClientAuth:   tls.VerifyClientCertIfGiven,
-			ClientCAs:    clientPool,
-			MinVersion:   tls.VersionTLS12,
-		},
-		ReadHeaderTimeout: 10 * time.Second,
-	}
-	srv.ErrorLog = discardLogger()
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); srv.ServeTLS(ln, "", "") }()
-	sctx, stopAll := context.WithCancel(ctx)
-	defer func() {
-		stopAll()
-		srv.Close()
-		wg.Wait()
-	}()
-	log.Info("Running kube-apiserver " + fmt.Sprint([]string{"--advertise-address=" + nodeIP.String(), "--secure-port=" + port}))
-
+	// The server's own client of its API (admin), made before it serves:
+	// the supervisor checks bootstrap tokens and node passwords with it.
 	apiHost := net.JoinHostPort(listenHost, port)
 	keyPEM, err := admin.keyPEM()
 	if err != nil {
@@ -290,6 +268,39 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg ServerConfi
 		return fmt.Errorf("standin: client: %w", err)
 	}
 	sup.client = client
+	ln, err := net.Listen("tcp", apiHost)
+	if err != nil {
+		return fmt.Errorf("standin: kube-apiserver: %w", err)
+	}
+	srv := &http.Server{
+		Handler: sup.wrap(n.quorumGuard(cl, api)),
+		// Client certificates are checked by kubelite, as the apiserver's
+		// authenticator does: one from another CA is a 401, not a failed
+		// handshake.
+		TLSConfig: &tls.Config{
+			Certificates: []tls.Certificate{servingKey},
+			ClientAuth:   tls.RequestClientCert,
+			MinVersion:   tls.VersionTLS12,
+		},
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	srv.ErrorLog = discardLogger()
+	served := make(chan struct{})
+	go func() { defer close(served); srv.ServeTLS(ln, "", "") }()
+	n.listening(c.Host, ln.Addr().String(), true)
+	defer n.listening(c.Host, ln.Addr().String(), false)
+	// On the way out the loops stop first — kube-vip lets the VIP go and
+	// releases its Lease through this API — then the API.
+	var wg sync.WaitGroup
+	sctx, stopAll := context.WithCancel(ctx)
+	defer func() {
+		stopAll()
+		wg.Wait()
+		srv.Close()
+		<-served
+	}()
+	log.Info("Running kube-apiserver " + fmt.Sprint([]string{"--advertise-address=" + nodeIP.String(), "--secure-port=" + port}))
+
 	if err := waitAPIReady(sctx, client, m); err != nil {
 		return err
 	}
@@ -317,6 +328,12 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg ServerConfi
 		n.watchManifests(sctx, c.Host, path.Join(serverDir, "manifests"), cfg.NodeName, nodeIP, apiHost, client, log)
 	}()
 
+	// --standin-node-monitor-grace-period, when given, wins over the
+	// Network's.
+	grace := n.opts.NodeMonitorGracePeriod
+	if cfg.NodeMonitorGracePeriod != defaultNodeMonitorGracePeriod {
+		grace = cfg.NodeMonitorGracePeriod
+	}
 	heartbeat := time.NewTicker(n.opts.HeartbeatInterval)
 	defer heartbeat.Stop()
 	syncT := time.NewTicker(n.opts.PodSyncInterval)
@@ -338,7 +355,7 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg ServerConfi
 			if err := na.heartbeat(sctx); err != nil && sctx.Err() == nil {
 				log.Warn("node heartbeat failed", "err", err)
 			}
-			if err := nodeLifecycle(sctx, client, n.opts.NodeMonitorGracePeriod); err != nil && sctx.Err() == nil {
+			if err := nodeLifecycle(sctx, client, grace); err != nil && sctx.Err() == nil {
 				log.Warn("node lifecycle failed", "err", err)
 			}
 		}
@@ -348,7 +365,7 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg ServerConfi
 // datastore finds or makes this server's member: a new cluster (first
 // start without --server), the member on disk (a restart), or a learner
 // of the cluster it joins, promoted after the Network's PromoteDelay.
-func (n *Network) datastore(ctx context.Context, f hostFS, cfg ServerConfig, serverDir string, nodeIP net.IP, joining bool, sc *supervisorClient, log *slog.Logger) (*cluster, *member, error) {
+func (n *Network) datastore(ctx context.Context, f hostFS, cfg serverConfig, serverDir string, nodeIP net.IP, joining bool, sc *supervisorClient, log *slog.Logger) (*cluster, *member, error) {
 	markerPath := path.Join(serverDir, dbMarkerFile)
 	var cl *cluster
 	var m *member

@@ -16,7 +16,7 @@ import (
 
 func TestVersion(t *testing.T) {
 	n := newNetwork(t)
-	h := newHost(t, n, "v0", "127.80.1.10", "v1.37.3+k3s1")
+	h := newHost(t, n, "v0", "127.80.201.10", "v1.37.3+k3s1")
 	out := run(t, h, "k3s --version", nil)
 	want := fmt.Sprintf("k3s version v1.37.3+k3s1 (%s)\ngo version %s\n", commit("v1.37.3+k3s1"), runtime.Version())
 	if out != want {
@@ -39,10 +39,10 @@ func commit(v string) string {
 
 func TestServerClusterInit(t *testing.T) {
 	n := newNetwork(t)
-	h := newHost(t, n, "cp-0", "127.80.2.10", "v1.37.2+k3s1")
+	h := newHost(t, n, "cp-0", "127.80.202.10", "v1.37.2+k3s1")
 	run(t, h, "mkdir -p /etc/rancher/k3s && printf 'node-label:\\n  - tier=one\\n' > /etc/rancher/k3s/config.yaml", nil)
 	p := start(t, n, h, []string{"K3S_TOKEN=s3cret", "K3S_KUBECONFIG_MODE=0644"},
-		"server", "--cluster-init", "--node-ip", "127.80.2.10", "--tls-san", "127.80.2.254", "--disable", "traefik", "--cluster-cidr", "10.42.0.0/16")
+		"server", "--cluster-init", "--node-ip", "127.80.202.10", "--tls-san", "127.80.202.254", "--disable", "traefik", "--cluster-cidr", "10.42.0.0/16")
 	p.waitReady(t)
 	for _, line := range []string{"Starting k3s v1.37.2+k3s1", "ETCD server is now running", "Kube API server is now running", "k3s is up and running"} {
 		if !strings.Contains(p.log.String(), line) {
@@ -76,7 +76,7 @@ func TestServerClusterInit(t *testing.T) {
 			t.Errorf("kubeconfig lacks %q:\n%s", s, kc)
 		}
 	}
-	cs := clientFor(t, h, "127.80.2.10")
+	cs := clientFor(t, h, "127.80.202.10")
 	ctx := context.Background()
 	node, err := cs.CoreV1().Nodes().Get(ctx, "cp-0", metav1.GetOptions{})
 	if err != nil {
@@ -89,7 +89,7 @@ func TestServerClusterInit(t *testing.T) {
 	if ready(node) != corev1.ConditionTrue {
 		t.Fatalf("node not Ready: %v", node.Status.Conditions)
 	}
-	if a := node.Status.Addresses; len(a) != 2 || a[0].Address != "127.80.2.10" || a[1].Address != "cp-0" {
+	if a := node.Status.Addresses; len(a) != 2 || a[0].Address != "127.80.202.10" || a[1].Address != "cp-0" {
 		t.Fatalf("addresses %v", a)
 	}
 	if _, err := cs.CoreV1().Secrets("kube-system").Get(ctx, "cp-0.node-password.k3s", metav1.GetOptions{}); err != nil {
@@ -109,6 +109,11 @@ func TestServerClusterInit(t *testing.T) {
 	if st != 1 || out != "" || errOut != "Error from server (NotFound): nodes \"nope\" not found\n" {
 		t.Fatalf("missing node: %d %q %q", st, out, errOut)
 	}
+	var out2, errOut2 strings.Builder
+	if st, _ := h.Run(context.Background(), "k3s kubectl --kubeconfig /var/lib/rancher/k3s/server/cred/admin.kubeconfig get nodes", nil, &out2, &errOut2, nil, "alice"); st != 1 ||
+		errOut2.String() != "error: error loading config file \"/var/lib/rancher/k3s/server/cred/admin.kubeconfig\": open /var/lib/rancher/k3s/server/cred/admin.kubeconfig: permission denied\n" {
+		t.Fatalf("kubectl as a user: %d %q", st, errOut2.String())
+	}
 	if out := run(t, h, `k3s kubectl get --raw /readyz`, nil); out != "ok" {
 		t.Fatalf("readyz: %q", out)
 	}
@@ -122,7 +127,7 @@ func TestServerClusterInit(t *testing.T) {
 	if _, errOut, st := sh(h, `k3s kubectl get nodes`, nil); st != 1 || !strings.Contains(errOut, "The connection to the server 127.0.0.1:6443 was refused") {
 		t.Fatalf("stopped: %d %q", st, errOut)
 	}
-	p2 := start(t, n, h, []string{"K3S_TOKEN=s3cret"}, "server", "--cluster-init", "--node-ip", "127.80.2.10")
+	p2 := start(t, n, h, []string{"K3S_TOKEN=s3cret"}, "server", "--cluster-init", "--node-ip", "127.80.202.10")
 	p2.waitReady(t)
 	if !strings.Contains(p2.log.String(), "Managed etcd cluster bootstrap already complete and initialized") {
 		t.Errorf("restart log:\n%s", p2.log.String())

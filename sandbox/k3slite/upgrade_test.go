@@ -18,9 +18,9 @@ import (
 func TestProviderShapeAndUpgrade(t *testing.T) {
 	n := newNetwork(t)
 	ctx := context.Background()
-	s0 := newHost(t, n, "u0", "127.80.5.10", "v1.37.2+k3s1")
-	args := []string{"server", "--node-name=u0", "--node-ip=127.80.5.10", "--cluster-init", "--write-kubeconfig-mode=0600",
-		"--tls-san=127.80.5.254", "--cluster-cidr=10.42.0.0/16", "--disable=traefik", "--flannel-backend=vxlan"}
+	s0 := newHost(t, n, "u0", "127.80.205.10", "v1.37.2+k3s1")
+	args := []string{"server", "--node-name=u0", "--node-ip=127.80.205.10", "--cluster-init", "--write-kubeconfig-mode=0600",
+		"--tls-san=127.80.205.254", "--cluster-cidr=10.42.0.0/16", "--disable=traefik", "--flannel-backend=vxlan"}
 	env := []string{"K3S_TOKEN=serverpw", "K3S_AGENT_TOKEN=agentpw"}
 	p0 := start(t, n, s0, env, args...)
 	p0.waitReady(t)
@@ -33,26 +33,26 @@ func TestProviderShapeAndUpgrade(t *testing.T) {
 		t.Fatalf("kubeconfig mode %s", fi)
 	}
 	// A joiner with another agent token or cluster CIDR is refused.
-	s1 := newHost(t, n, "u1", "127.80.5.11", "v1.37.2+k3s1")
-	bad := start(t, n, s1, []string{"K3S_TOKEN=" + token, "K3S_AGENT_TOKEN=other"}, "server", "--server=https://127.80.5.10:6443", "--cluster-cidr=10.99.0.0/16", "--disable=traefik")
+	s1 := newHost(t, n, "u1", "127.80.205.11", "v1.37.2+k3s1")
+	bad := start(t, n, s1, []string{"K3S_TOKEN=" + token, "K3S_AGENT_TOKEN=other"}, "server", "--server=https://127.80.205.10:6443", "--cluster-cidr=10.99.0.0/16", "--disable=traefik")
 	if st := bad.wait(t); st != 1 || !strings.Contains(bad.log.String(), `level=warning msg="critical configuration mismatched: agent-token"`) ||
 		!strings.Contains(bad.log.String(), `level=warning msg="critical configuration mismatched: cluster-cidr"`) ||
 		!strings.Contains(bad.log.String(), `level=fatal msg="starting kubernetes: preparing server: failed to bootstrap cluster data: failed to validate server configuration: critical configuration value mismatch between servers"`) {
 		t.Fatalf("critical mismatch: %d\n%s", st, bad.log.String())
 	}
-	p1 := start(t, n, s1, []string{"K3S_TOKEN=" + token, "K3S_AGENT_TOKEN=" + agentToken}, "server", "--node-name=u1", "--node-ip=127.80.5.11", "--server=https://127.80.5.10:6443", "--disable=traefik")
+	p1 := start(t, n, s1, []string{"K3S_TOKEN=" + token, "K3S_AGENT_TOKEN=" + agentToken}, "server", "--node-name=u1", "--node-ip=127.80.205.11", "--server=https://127.80.205.10:6443", "--disable=traefik")
 	p1.waitReady(t)
-	a0 := newHost(t, n, "ua", "127.80.5.20", "v1.37.2+k3s1")
-	pa := start(t, n, a0, []string{"K3S_TOKEN=" + agentToken}, "agent", "--node-name=ua", "--node-ip=127.80.5.20", "--server=https://127.80.5.10:6443", "--flannel-iface=eth0")
+	a0 := newHost(t, n, "ua", "127.80.205.20", "v1.37.2+k3s1")
+	pa := start(t, n, a0, []string{"K3S_TOKEN=" + agentToken}, "agent", "--node-name=ua", "--node-ip=127.80.205.20", "--server=https://127.80.205.10:6443", "--flannel-iface=eth0")
 	pa.waitReady(t)
 	// The agent token does not make a server.
-	s2 := newHost(t, n, "u2", "127.80.5.12", "v1.37.2+k3s1")
-	p2 := start(t, n, s2, []string{"K3S_TOKEN=" + agentToken}, "server", "--server=https://127.80.5.10:6443")
+	s2 := newHost(t, n, "u2", "127.80.205.12", "v1.37.2+k3s1")
+	p2 := start(t, n, s2, []string{"K3S_TOKEN=" + agentToken}, "server", "--server=https://127.80.205.10:6443")
 	if st := p2.wait(t); st != 1 || !strings.Contains(p2.log.String(), "/v1-k3s/server-bootstrap: 401 Unauthorized") {
 		t.Fatalf("agent token as server token: %d\n%s", st, p2.log.String())
 	}
 
-	cs := clientFor(t, s0, "127.80.5.10")
+	cs := clientFor(t, s0, "127.80.205.10")
 	wantVersion := func(node, v string) {
 		t.Helper()
 		eventually(t, node+" at "+v, func() error {
@@ -69,7 +69,7 @@ func TestProviderShapeAndUpgrade(t *testing.T) {
 	// Upgrade the agent: swap the binary, restart.
 	pa.stop()
 	install(t, a0, "v1.37.3+k3s1")
-	pa = start(t, n, a0, []string{"K3S_TOKEN=" + agentToken}, "agent", "--node-name=ua", "--node-ip=127.80.5.20", "--server=https://127.80.5.10:6443")
+	pa = start(t, n, a0, []string{"K3S_TOKEN=" + agentToken}, "agent", "--node-name=ua", "--node-ip=127.80.205.20", "--server=https://127.80.205.10:6443")
 	pa.waitReady(t)
 	wantVersion("ua", "v1.37.3+k3s1")
 	// A release whose binary reports another version: what the health gate sees.
@@ -78,16 +78,16 @@ func TestProviderShapeAndUpgrade(t *testing.T) {
 	if out := run(t, a0, "k3s --version | head -n1 | cut -d' ' -f3", nil); out != "v1.37.9+k3s1\n" {
 		t.Fatalf("failing binary: %q", out)
 	}
-	pa = start(t, n, a0, []string{"K3S_TOKEN=" + agentToken}, "agent", "--node-name=ua", "--node-ip=127.80.5.20", "--server=https://127.80.5.10:6443")
+	pa = start(t, n, a0, []string{"K3S_TOKEN=" + agentToken}, "agent", "--node-name=ua", "--node-ip=127.80.205.20", "--server=https://127.80.205.10:6443")
 	pa.waitReady(t)
 	wantVersion("ua", "v1.37.9+k3s1")
 	// A server too: its Node and its API's /version.
 	p1.stop()
 	install(t, s1, "v1.38.0+k3s1")
-	p1 = start(t, n, s1, []string{"K3S_TOKEN=" + token, "K3S_AGENT_TOKEN=" + agentToken}, "server", "--node-name=u1", "--node-ip=127.80.5.11", "--server=https://127.80.5.10:6443", "--disable=traefik")
+	p1 = start(t, n, s1, []string{"K3S_TOKEN=" + token, "K3S_AGENT_TOKEN=" + agentToken}, "server", "--node-name=u1", "--node-ip=127.80.205.11", "--server=https://127.80.205.10:6443", "--disable=traefik")
 	p1.waitReady(t)
 	wantVersion("u1", "v1.38.0+k3s1")
-	if v, err := clientFor(t, s1, "127.80.5.11").Discovery().ServerVersion(); err != nil || v.GitVersion != "v1.38.0+k3s1" {
+	if v, err := clientFor(t, s1, "127.80.205.11").Discovery().ServerVersion(); err != nil || v.GitVersion != "v1.38.0+k3s1" {
 		t.Fatalf("u1's /version: %v %v", v, err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -104,4 +106,27 @@ func parseBinary(b []byte) (version, error) {
 		return v, nil
 	}
 	return v, nil
+}
+
+// WriteRelease lays out a k3s release in dir the way the K3s provider's
+// binary directory (providers.k3s.binaryDir) and the release page have it:
+// <dir>/<release>/k3s and sha256sum-amd64.txt, and k3s-arm64 with
+// sha256sum-arm64.txt, all holding bin (Binary(release), or
+// BinaryReporting(release, …) for a release that fails the health gate).
+func WriteRelease(dir, release string, bin []byte) error {
+	vdir := filepath.Join(dir, release)
+	if err := os.MkdirAll(vdir, 0o755); err != nil {
+		return fmt.Errorf("k3slite: %w", err)
+	}
+	sum := sha256.Sum256(bin)
+	for arch, name := range map[string]string{"amd64": "k3s", "arm64": "k3s-arm64"} {
+		if err := os.WriteFile(filepath.Join(vdir, name), bin, 0o755); err != nil {
+			return fmt.Errorf("k3slite: %w", err)
+		}
+		line := fmt.Sprintf("%s  %s\n", hex.EncodeToString(sum[:]), name)
+		if err := os.WriteFile(filepath.Join(vdir, "sha256sum-"+arch+".txt"), []byte(line), 0o644); err != nil {
+			return fmt.Errorf("k3slite: %w", err)
+		}
+	}
+	return nil
 }

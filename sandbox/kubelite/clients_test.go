@@ -3,11 +3,13 @@ package kubelite_test
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/openctl/openctl/sandbox/kubelite"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -186,3 +188,102 @@ func TestDrainBlockedByBudget(t *testing.T) {
 	}
 }
 
+// TestConcurrentWritersAndWatchers: every write is seen once, in
+// resourceVersion order, by each of several watchers, whatever the
+// interleaving of writers.
+func TestConcurrentWritersAndWatchers(t *testing.T) {
+	c := newCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cms := c.client.CoreV1().ConfigMaps("default")
+	l, err := cms.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, writes, watchers = 8, 20, 3
+	var ws []watch.Interface
+	for range watchers {
+		w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		ws = append(ws, w)
+	}
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := "cm-" + strconv.Itoa(i)
+			if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+				t.Error(err)
+				return
+			}
+			for j := 1; j < writes; j++ {
+				if _, err := cms.Patch(ctx, name, types.MergePatchType, []byte(`{"data":{"n":"`+strconv.Itoa(j)+`"}}`), metav1.PatchOptions{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, w := range ws {
+		last := 0
+		for n := 0; n < writers*writes; n++ {
+			select {
+			case e := <-w.ResultChan():
+				rv, _ := strconv.Atoi(e.Object.(*corev1.ConfigMap).ResourceVersion)
+				if rv <= last {
+					t.Fatalf("event %d: resourceVersion %d after %d", n, rv, last)
+				}
+				last = rv
+			case <-ctx.Done():
+				t.Fatalf("%d events of %d", n, writers*writes)
+			}
+		}
+	}
+}
+
+// TestWatchCompactionAndBookmarks: a watch from a change no longer kept
+// ends with 410 Expired, as after an etcd compaction; a watch allowing
+// bookmarks gets them with the current resourceVersion.
+func TestWatchCompactionAndBookmarks(t *testing.T) {
+	c := newCluster(t)
+	kubelite.SetKeptEvents(c.store, 10)
+	kubelite.SetBookmarkInterval(c.store, 50*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cms := c.client.CoreV1().ConfigMaps("default")
+	first, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last *corev1.ConfigMap
+	for i := range 20 {
+		if last, err = cms.Patch(ctx, "c", types.MergePatchType, []byte(`{"data":{"n":"`+strconv.Itoa(i)+`"}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: first.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := <-w.ResultChan()
+	st, ok := e.Object.(*metav1.Status)
+	if e.Type != watch.Error || !ok || st.Code != 410 || st.Reason != metav1.StatusReasonExpired || !strings.HasPrefix(st.Message, "too old resource version: "+first.ResourceVersion+" (") {
+		t.Fatalf("watch from a compacted resourceVersion: %v %+v", e.Type, e.Object)
+	}
+	if _, open := <-w.ResultChan(); open {
+		t.Fatal("watch still open after its error")
+	}
+	w, err = cms.Watch(ctx, metav1.ListOptions{ResourceVersion: last.ResourceVersion, AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if e := <-w.ResultChan(); e.Type != watch.Bookmark || e.Object.(*corev1.ConfigMap).ResourceVersion != last.ResourceVersion {
+		t.Fatalf("bookmark: %v %+v", e.Type, e.Object)
+	}
+}

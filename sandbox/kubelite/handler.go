@@ -76,15 +76,23 @@ func (h *handler) authenticate(r *http.Request) (user, bool) {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if v := recover(); v != nil && v != http.ErrAbortHandler {
+			writeError(w, apierrors.NewInternalError(fmt.Errorf("%v", v)))
+		}
+	}()
 	if _, ok := h.authenticate(r); !ok {
 		writeError(w, apierrors.NewUnauthorized("Unauthorized"))
 		return
 	}
 	// Every authenticated user may do everything: RBAC is not simulated.
+	if ua := r.UserAgent(); r.URL.Query().Get("pretty") == "true" || strings.HasPrefix(ua, "curl") || strings.HasPrefix(ua, "Wget") || strings.HasPrefix(ua, "Mozilla/") {
+		w = prettyWriter{w}
+	}
 	p := strings.Trim(r.URL.Path, "/")
 	switch {
 	case p == "version":
-		writeJSON(w, http.StatusOK, h.version)
+		writeJSON(prettyWriter{w}, http.StatusOK, h.version)
 	case p == "healthz" || p == "livez" || p == "readyz" || strings.HasPrefix(p, "healthz/") || strings.HasPrefix(p, "livez/") || strings.HasPrefix(p, "readyz/"):
 		health(w, r, p)
 	case p == "api":
@@ -95,8 +103,22 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(p, "api/") || strings.HasPrefix(p, "apis/"):
 		h.serveAPI(w, r, strings.Split(p, "/"))
 	default:
-		writeError(w, notFound())
+		http.NotFound(w, r)
 	}
+}
+
+// restfulError is the answer of the real server's router (go-restful)
+// when no route takes a request: a Status with an empty details.
+func restfulError(code int, reason metav1.StatusReason, msg string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Message: msg, Reason: reason, Details: &metav1.StatusDetails{}, Code: int32(code)}}
+}
+
+func methodNotAllowed() error {
+	return restfulError(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "the server does not allow this method on the requested resource")
+}
+
+func unsupportedMediaType() error {
+	return restfulError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, "415: Unsupported Media Type")
 }
 
 // notFound is the real server's answer to an unknown path.
@@ -115,18 +137,19 @@ func (h *handler) serveAPI(w http.ResponseWriter, r *http.Request, parts []strin
 			if g := findGroup(parts[1]); g != nil {
 				writeJSON(w, http.StatusOK, g)
 			} else {
-				writeError(w, notFound())
+				http.NotFound(w, r)
 			}
 			return
 		}
 		gv, parts = schema.GroupVersion{Group: parts[1], Version: parts[2]}, parts[3:]
 	}
+	l := resourceList(gv)
+	if l == nil {
+		http.NotFound(w, r) // the real server's mux: no group version there
+		return
+	}
 	if len(parts) == 0 {
-		if l := resourceList(gv); l != nil {
-			writeJSON(w, http.StatusOK, l)
-		} else {
-			writeError(w, notFound())
-		}
+		writeJSON(w, http.StatusOK, l)
 		return
 	}
 	req, err := parseRequest(r, gv, parts)
@@ -191,7 +214,7 @@ func parseRequest(r *http.Request, gv schema.GroupVersion, parts []string) (*req
 		}
 	case http.MethodPost:
 		if req.name != "" && req.sub == "" {
-			return nil, apierrors.NewMethodNotSupported(req.res.gr(), "create")
+			return nil, methodNotAllowed()
 		}
 		req.verb = "create"
 	case http.MethodPut:
@@ -202,25 +225,42 @@ func parseRequest(r *http.Request, gv schema.GroupVersion, parts []string) (*req
 		req.verb = "delete"
 		if req.name == "" {
 			req.verb = "deletecollection"
+			if req.res.noDelColl {
+				return nil, methodNotAllowed()
+			}
 		}
 	default:
-		return nil, apierrors.NewMethodNotSupported(req.res.gr(), r.Method)
+		return nil, methodNotAllowed()
 	}
 	if req.verb != "get" && req.verb != "list" && req.verb != "watch" && req.verb != "create" && req.name == "" && req.verb != "deletecollection" {
-		return nil, apierrors.NewMethodNotSupported(req.res.gr(), req.verb)
+		return nil, methodNotAllowed()
 	}
 	if req.sub == "eviction" && req.verb != "create" {
-		return nil, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "pods/eviction"}, req.verb)
+		return nil, methodNotAllowed()
 	}
 	if req.sub == "status" && req.verb != "get" && req.verb != "update" && req.verb != "patch" {
-		return nil, apierrors.NewMethodNotSupported(req.res.gr(), req.verb)
+		return nil, methodNotAllowed()
 	}
 	return req, nil
 }
 
-// writeJSON writes v with code, or as YAML if that is all the client accepts.
+// prettyWriter asks writeJSON for indented JSON, as the real server
+// writes for ?pretty=true, curl and browsers, and always for /version.
+type prettyWriter struct{ http.ResponseWriter }
+
+// Flush flushes the underlying writer.
+func (w prettyWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// writeJSON writes v with code.
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	b, err := json.Marshal(v)
+	if _, pretty := w.(prettyWriter); pretty && err == nil {
+		b, err = json.MarshalIndent(v, "", "  ")
+	}
 	if err != nil {
 		writeError(w, apierrors.NewInternalError(err))
 		return
@@ -255,6 +295,9 @@ func writeError(w http.ResponseWriter, err error) {
 	}
 	if status.Details != nil && status.Details.RetryAfterSeconds > 0 {
 		w.Header().Set("Retry-After", fmt.Sprint(status.Details.RetryAfterSeconds))
+	}
+	if status.Code == http.StatusNotAcceptable {
+		w = prettyWriter{w} // as the real server, failing to negotiate, writes it
 	}
 	writeJSON(w, int(status.Code), &status)
 }
@@ -297,20 +340,34 @@ func atoi(s string) int {
 	return n
 }
 
-// healthChecks are the checks the real apiserver lists for ?verbose.
-var healthChecks = []string{"ping", "log", "etcd", "poststarthook/start-apiserver-admission-initializer", "poststarthook/generic-apiserver-start-informers",
-	"poststarthook/start-apiextensions-informers", "poststarthook/start-apiextensions-controllers", "poststarthook/crd-informer-synced",
-	"poststarthook/bootstrap-controller", "poststarthook/rbac/bootstrap-roles", "poststarthook/scheduling/bootstrap-system-priority-classes",
-	"poststarthook/apiservice-registration-controller", "poststarthook/apiservice-discovery-controller", "autoregister-completion"}
+// healthChecks are the checks the real apiserver lists for ?verbose, in
+// its order; /readyz adds readyOnly after etcd and shutdown at the end,
+// /livez and /healthz livenessOnly after log.
+var (
+	healthChecks = []string{"ping", "log", "etcd", "poststarthook/start-apiserver-admission-initializer", "poststarthook/generic-apiserver-start-informers",
+		"poststarthook/priority-and-fairness-config-consumer", "poststarthook/priority-and-fairness-filter", "poststarthook/storage-object-count-tracker-hook",
+		"poststarthook/start-apiextensions-informers", "poststarthook/start-apiextensions-controllers", "poststarthook/crd-informer-synced",
+		"poststarthook/start-system-namespaces-controller", "poststarthook/peer-endpoint-reconciler-controller", "poststarthook/start-cluster-authentication-info-controller",
+		"poststarthook/start-kube-apiserver-identity-lease-controller", "poststarthook/start-kube-apiserver-identity-lease-garbage-collector",
+		"poststarthook/storage-readiness", "poststarthook/start-legacy-token-tracking-controller", "poststarthook/start-service-ip-repair-controllers",
+		"poststarthook/rbac/bootstrap-roles", "poststarthook/scheduling/bootstrap-system-priority-classes", "poststarthook/priority-and-fairness-config-producer",
+		"poststarthook/bootstrap-controller", "poststarthook/start-kubernetes-service-cidr-controller", "poststarthook/start-kube-aggregator-informers",
+		"poststarthook/apiservice-status-local-available-controller", "poststarthook/apiservice-status-remote-available-controller",
+		"poststarthook/apiservice-registration-controller", "poststarthook/apiservice-discovery-controller", "poststarthook/kube-apiserver-autoregistration",
+		"autoregister-completion", "poststarthook/apiservice-openapi-controller", "poststarthook/apiservice-openapiv3-controller"}
+	readyOnly    = []string{"etcd-readiness", "informer-sync"}
+	livenessOnly = []string{"loopback-serving-certificate"}
+)
 
 // health serves /healthz, /livez and /readyz, with ?verbose and ?exclude,
 // and their single checks (/readyz/ping).
 func health(w http.ResponseWriter, r *http.Request, p string) {
 	endpoint, check, _ := strings.Cut(p, "/")
-	checks := healthChecks
+	var checks []string
 	if endpoint == "readyz" {
-		checks = append(checks[:3:3], append([]string{"etcd-readiness", "informer-sync"}, checks[3:]...)...)
-		checks = append(checks, "shutdown")
+		checks = append(append(append(append(checks, healthChecks[:3]...), readyOnly...), healthChecks[3:]...), "shutdown")
+	} else {
+		checks = append(append(append(checks, healthChecks[:2]...), livenessOnly...), healthChecks[2:]...)
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -392,8 +449,12 @@ func resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 		if l == nil {
 			l = &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
 		}
+		verbs := allVerbs
+		if r.noDelColl {
+			verbs = metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"}
+		}
 		l.APIResources = append(l.APIResources, metav1.APIResource{Name: r.gvr.Resource, SingularName: r.singular, Namespaced: r.namespaced, Kind: r.kind,
-			Verbs: allVerbs, ShortNames: r.shortNames, Categories: r.categories, StorageVersionHash: r.storageVersionHash()})
+			Verbs: verbs, ShortNames: r.shortNames, Categories: r.categories, StorageVersionHash: r.storageVersionHash()})
 		if r.status {
 			l.APIResources = append(l.APIResources, metav1.APIResource{Name: r.gvr.Resource + "/status", Namespaced: r.namespaced, Kind: r.kind, Verbs: metav1.Verbs{"get", "patch", "update"}})
 		}

@@ -7,10 +7,12 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
@@ -91,17 +93,138 @@ var printers = map[string]printer{
 	}},
 }
 
+func init() {
+	containers := column("Containers", "Names of each container in the template.", 1)
+	images := column("Images", "Images referenced by each container in the template.", 1)
+	integer := func(name, desc string) metav1.TableColumnDefinition {
+		return metav1.TableColumnDefinition{Name: name, Type: "integer", Description: desc}
+	}
+	printers["deployments"] = printer{[]metav1.TableColumnDefinition{nameColumn,
+		column("Ready", "Number of the pod with ready state", 0),
+		column("Up-to-date", appsv1.DeploymentStatus{}.SwaggerDoc()["updatedReplicas"], 0),
+		column("Available", appsv1.DeploymentStatus{}.SwaggerDoc()["availableReplicas"], 0),
+		ageColumn, containers, images, column("Selector", appsv1.DeploymentSpec{}.SwaggerDoc()["selector"], 1),
+	}, func(o runtime.Object) []any {
+		d := o.(*appsv1.Deployment)
+		sel := "<invalid>"
+		if s, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err == nil {
+			sel = s.String()
+		}
+		names, imgs := containerCells(d.Spec.Template.Spec.Containers)
+		return []any{d.Name, fmt.Sprintf("%d/%d", d.Status.ReadyReplicas, replicas(d.Spec.Replicas)), int64(d.Status.UpdatedReplicas), int64(d.Status.AvailableReplicas), age(d.CreationTimestamp), names, imgs, sel}
+	}}
+	printers["replicasets"] = printer{[]metav1.TableColumnDefinition{nameColumn,
+		integer("Desired", appsv1.ReplicaSetSpec{}.SwaggerDoc()["replicas"]),
+		integer("Current", appsv1.ReplicaSetStatus{}.SwaggerDoc()["replicas"]),
+		integer("Ready", appsv1.ReplicaSetStatus{}.SwaggerDoc()["readyReplicas"]),
+		ageColumn, containers, images, column("Selector", appsv1.ReplicaSetSpec{}.SwaggerDoc()["selector"], 1),
+	}, func(o runtime.Object) []any {
+		r := o.(*appsv1.ReplicaSet)
+		names, imgs := containerCells(r.Spec.Template.Spec.Containers)
+		return []any{r.Name, int64(replicas(r.Spec.Replicas)), int64(r.Status.Replicas), int64(r.Status.ReadyReplicas), age(r.CreationTimestamp), names, imgs, metav1.FormatLabelSelector(r.Spec.Selector)}
+	}}
+	printers["daemonsets"] = printer{[]metav1.TableColumnDefinition{nameColumn,
+		integer("Desired", appsv1.DaemonSetStatus{}.SwaggerDoc()["desiredNumberScheduled"]),
+		integer("Current", appsv1.DaemonSetStatus{}.SwaggerDoc()["currentNumberScheduled"]),
+		integer("Ready", appsv1.DaemonSetStatus{}.SwaggerDoc()["numberReady"]),
+		integer("Up-to-date", appsv1.DaemonSetStatus{}.SwaggerDoc()["updatedNumberScheduled"]),
+		integer("Available", appsv1.DaemonSetStatus{}.SwaggerDoc()["numberAvailable"]),
+		column("Node Selector", corev1.PodSpec{}.SwaggerDoc()["nodeSelector"], 0),
+		ageColumn, containers, images, column("Selector", appsv1.DaemonSetSpec{}.SwaggerDoc()["selector"], 1),
+	}, func(o runtime.Object) []any {
+		d := o.(*appsv1.DaemonSet)
+		st := d.Status
+		names, imgs := containerCells(d.Spec.Template.Spec.Containers)
+		return []any{d.Name, int64(st.DesiredNumberScheduled), int64(st.CurrentNumberScheduled), int64(st.NumberReady), int64(st.UpdatedNumberScheduled), int64(st.NumberAvailable),
+			labels.FormatLabels(d.Spec.Template.Spec.NodeSelector), age(d.CreationTimestamp), names, imgs, metav1.FormatLabelSelector(d.Spec.Selector)}
+	}}
+	printers["services"] = printer{[]metav1.TableColumnDefinition{nameColumn,
+		column("Type", corev1.ServiceSpec{}.SwaggerDoc()["type"], 0),
+		column("Cluster-IP", corev1.ServiceSpec{}.SwaggerDoc()["clusterIP"], 0),
+		column("External-IP", corev1.ServiceSpec{}.SwaggerDoc()["externalIPs"], 0),
+		column("Port(s)", corev1.ServiceSpec{}.SwaggerDoc()["ports"], 0),
+		ageColumn, column("Selector", corev1.ServiceSpec{}.SwaggerDoc()["selector"], 1),
+	}, serviceCells}
+}
+
+func replicas(r *int32) int32 {
+	if r == nil {
+		return 1
+	}
+	return *r
+}
+
+func containerCells(cs []corev1.Container) (names, images string) {
+	var n, i []string
+	for _, c := range cs {
+		n, i = append(n, c.Name), append(i, c.Image)
+	}
+	return strings.Join(n, ","), strings.Join(i, ",")
+}
+
+// serviceCells is printService of the real printers (wide).
+func serviceCells(o runtime.Object) []any {
+	svc := o.(*corev1.Service)
+	ip := "<none>"
+	if len(svc.Spec.ClusterIPs) > 0 {
+		ip = svc.Spec.ClusterIPs[0]
+	}
+	external := "<unknown>"
+	switch svc.Spec.Type {
+	case corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort:
+		external = "<none>"
+		if len(svc.Spec.ExternalIPs) > 0 {
+			external = strings.Join(svc.Spec.ExternalIPs, ",")
+		}
+	case corev1.ServiceTypeLoadBalancer:
+		set := map[string]bool{}
+		for _, in := range svc.Status.LoadBalancer.Ingress {
+			if in.IP != "" {
+				set[in.IP] = true
+			} else if in.Hostname != "" {
+				set[in.Hostname] = true
+			}
+		}
+		var lb []string
+		for k := range set {
+			lb = append(lb, k)
+		}
+		sort.Strings(lb)
+		all := append(lb, svc.Spec.ExternalIPs...)
+		external = strings.Join(all, ",")
+		if len(all) == 0 {
+			external = "<pending>"
+		}
+	case corev1.ServiceTypeExternalName:
+		external = svc.Spec.ExternalName
+	}
+	var ports []string
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort > 0 {
+			ports = append(ports, fmt.Sprintf("%d:%d/%s", p.Port, p.NodePort, p.Protocol))
+		} else {
+			ports = append(ports, fmt.Sprintf("%d/%s", p.Port, p.Protocol))
+		}
+	}
+	portStr := strings.Join(ports, ",")
+	if portStr == "" {
+		portStr = "<none>"
+	}
+	return []any{svc.Name, string(svc.Spec.Type), ip, external, portStr, age(svc.CreationTimestamp), labels.FormatLabels(svc.Spec.Selector)}
+}
+
 // defaultPrinter prints the name and age of any object.
 var defaultPrinter = printer{[]metav1.TableColumnDefinition{nameColumn, ageColumn}, func(o runtime.Object) []any {
 	m := metaOf(o)
 	return []any{m.GetName(), age(m.GetCreationTimestamp())}
 }}
 
-// table is the metav1.Table of objs, each row with its object's metadata
-// (includeObject=Metadata, the default).
-func table(res *resource, objs []runtime.Object, noHeaders bool) *metav1.Table {
+// table is the metav1.Table of objs, each row with its object as
+// includeObject asks: its metadata (Metadata, the default), all of it
+// (Object) or nothing (None).
+func table(res *resource, objs []runtime.Object, noHeaders bool, includeObject string) *metav1.Table {
 	p, ok := printers[res.gvr.Resource]
-	if !ok || res.gvr.Group != "" && res.gvr.Resource != "leases" && res.gvr.Resource != "poddisruptionbudgets" {
+	if !ok || res.gvr.Group == "events.k8s.io" {
 		p = defaultPrinter
 	}
 	t := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}, Rows: []metav1.TableRow{}}
@@ -109,7 +232,23 @@ func table(res *resource, objs []runtime.Object, noHeaders bool) *metav1.Table {
 		t.ColumnDefinitions = p.columns
 	}
 	for _, obj := range objs {
-		row := metav1.TableRow{Cells: p.cells(obj), Object: runtime.RawExtension{Object: partialMeta(obj)}}
+		row := metav1.TableRow{Cells: p.cells(obj)}
+		switch metav1.IncludeObjectPolicy(includeObject) {
+		case metav1.IncludeNone:
+		case metav1.IncludeObject:
+			row.Object.Object = typed(res, obj)
+		default:
+			pm := partialMeta(obj)
+			if _, ok := obj.(*appsv1.DaemonSet); ok {
+				// The real printer sees the internal object, whose template
+				// generation becomes this annotation only in apps/v1.
+				delete(pm.Annotations, appsv1.DeprecatedTemplateGeneration)
+				if len(pm.Annotations) == 0 {
+					pm.Annotations = nil
+				}
+			}
+			row.Object.Object = pm
+		}
 		if pod, ok := obj.(*corev1.Pod); ok {
 			switch pod.Status.Phase {
 			case corev1.PodSucceeded:

@@ -40,7 +40,10 @@ type resource struct {
 	graceful   bool     // deletion honours a grace period (pods)
 	returnObj  bool     // delete answers the deleted object, not a Status
 	upsert     bool     // update of a missing object creates it
-	extraSubs  []string // further subresources served (eviction, finalize)
+	rvRequired bool     // an update must name the resourceVersion it replaces
+	extraSubs  []string // further subresources served (eviction)
+	noDelColl  bool     // no deletecollection verb (namespaces)
+	storedAs   string   // the group/version/kind stored, when not gvr's (events.k8s.io events)
 
 	nameFn func(name string, prefix bool) []string
 	// fields adds the kind's own field-selector fields; nil: only metadata.name/namespace.
@@ -58,7 +61,11 @@ func (r *resource) new() runtime.Object { return reflect.New(r.typ).Interface().
 
 // storageVersionHash is what discovery reports, as the real apiserver computes it.
 func (r *resource) storageVersionHash() string {
-	sum := sha256.Sum256([]byte(r.gvr.Group + "/" + r.gvr.Version + "/" + r.kind))
+	stored := r.gvr.Group + "/" + r.gvr.Version + "/" + r.kind
+	if r.storedAs != "" {
+		stored = r.storedAs
+	}
+	sum := sha256.Sum256([]byte(stored))
 	return base64.StdEncoding.EncodeToString(sum[:8])
 }
 
@@ -69,7 +76,7 @@ var all = []string{"all"}
 var resources = []*resource{
 	// core/v1
 	{gvr: core("namespaces"), kind: "Namespace", shortNames: []string{"ns"}, typ: typeOf(corev1.Namespace{}),
-		status: true, keepStatus: true, returnObj: true, nameFn: apivalidation.NameIsDNSLabel,
+		status: true, keepStatus: true, returnObj: true, noDelColl: true, nameFn: apivalidation.NameIsDNSLabel,
 		fields: func(o runtime.Object, s fields.Set) { s["status.phase"] = string(o.(*corev1.Namespace).Status.Phase) }},
 	{gvr: core("nodes"), kind: "Node", shortNames: []string{"no"}, typ: typeOf(corev1.Node{}), status: true, keepStatus: true,
 		fields: func(o runtime.Object, s fields.Set) {
@@ -82,7 +89,7 @@ var resources = []*resource{
 	{gvr: core("configmaps"), kind: "ConfigMap", namespaced: true, shortNames: []string{"cm"}, typ: typeOf(corev1.ConfigMap{})},
 	{gvr: core("serviceaccounts"), kind: "ServiceAccount", namespaced: true, shortNames: []string{"sa"}, typ: typeOf(corev1.ServiceAccount{}), returnObj: true},
 	{gvr: core("services"), kind: "Service", namespaced: true, shortNames: []string{"svc"}, categories: all, typ: typeOf(corev1.Service{}),
-		status: true, returnObj: true, nameFn: apivalidation.NameIsDNS1035Label},
+		status: true, returnObj: true, upsert: true, nameFn: apivalidation.NameIsDNS1035Label},
 	{gvr: core("endpoints"), kind: "Endpoints", namespaced: true, shortNames: []string{"ep"}, typ: typeOf(corev1.Endpoints{}), upsert: true},
 	{gvr: core("events"), kind: "Event", namespaced: true, shortNames: []string{"ev"}, typ: typeOf(corev1.Event{}), upsert: true, fields: eventFields},
 	{gvr: core("persistentvolumes"), kind: "PersistentVolume", shortNames: []string{"pv"}, typ: typeOf(corev1.PersistentVolume{}), status: true, returnObj: true},
@@ -95,18 +102,18 @@ var resources = []*resource{
 	// batch/v1
 	{gvr: gv("batch", "v1", "jobs"), kind: "Job", namespaced: true, categories: all, typ: typeOf(batchv1.Job{}), status: true, generation: true},
 	// coordination.k8s.io/v1
-	{gvr: gv("coordination.k8s.io", "v1", "leases"), kind: "Lease", namespaced: true, typ: typeOf(coordinationv1.Lease{})},
+	{gvr: gv("coordination.k8s.io", "v1", "leases"), kind: "Lease", namespaced: true, typ: typeOf(coordinationv1.Lease{}), upsert: true, rvRequired: true},
 	// discovery.k8s.io/v1
 	{gvr: gv("discovery.k8s.io", "v1", "endpointslices"), kind: "EndpointSlice", namespaced: true, typ: typeOf(discoveryv1.EndpointSlice{}), generation: true},
 	// events.k8s.io/v1
-	{gvr: gv("events.k8s.io", "v1", "events"), kind: "Event", namespaced: true, shortNames: []string{"ev"}, typ: typeOf(eventsv1.Event{}), upsert: true},
+	{gvr: gv("events.k8s.io", "v1", "events"), kind: "Event", namespaced: true, shortNames: []string{"ev"}, typ: typeOf(eventsv1.Event{}), upsert: true, storedAs: "/v1/Event"},
 	// policy/v1
-	{gvr: gv("policy", "v1", "poddisruptionbudgets"), kind: "PodDisruptionBudget", namespaced: true, shortNames: []string{"pdb"}, typ: typeOf(policyv1.PodDisruptionBudget{}), status: true, generation: true},
+	{gvr: gv("policy", "v1", "poddisruptionbudgets"), kind: "PodDisruptionBudget", namespaced: true, shortNames: []string{"pdb"}, typ: typeOf(policyv1.PodDisruptionBudget{}), status: true, generation: true, rvRequired: true},
 	// rbac.authorization.k8s.io/v1 (stored, not enforced)
-	{gvr: gv("rbac.authorization.k8s.io", "v1", "clusterrolebindings"), kind: "ClusterRoleBinding", typ: typeOf(rbacv1.ClusterRoleBinding{}), nameFn: pathSegmentName},
-	{gvr: gv("rbac.authorization.k8s.io", "v1", "clusterroles"), kind: "ClusterRole", typ: typeOf(rbacv1.ClusterRole{}), nameFn: pathSegmentName},
-	{gvr: gv("rbac.authorization.k8s.io", "v1", "rolebindings"), kind: "RoleBinding", namespaced: true, typ: typeOf(rbacv1.RoleBinding{}), nameFn: pathSegmentName},
-	{gvr: gv("rbac.authorization.k8s.io", "v1", "roles"), kind: "Role", namespaced: true, typ: typeOf(rbacv1.Role{}), nameFn: pathSegmentName},
+	{gvr: gv("rbac.authorization.k8s.io", "v1", "clusterrolebindings"), kind: "ClusterRoleBinding", typ: typeOf(rbacv1.ClusterRoleBinding{}), nameFn: pathSegmentName, upsert: true},
+	{gvr: gv("rbac.authorization.k8s.io", "v1", "clusterroles"), kind: "ClusterRole", typ: typeOf(rbacv1.ClusterRole{}), nameFn: pathSegmentName, upsert: true},
+	{gvr: gv("rbac.authorization.k8s.io", "v1", "rolebindings"), kind: "RoleBinding", namespaced: true, typ: typeOf(rbacv1.RoleBinding{}), nameFn: pathSegmentName, upsert: true},
+	{gvr: gv("rbac.authorization.k8s.io", "v1", "roles"), kind: "Role", namespaced: true, typ: typeOf(rbacv1.Role{}), nameFn: pathSegmentName, upsert: true},
 	// scheduling.k8s.io/v1
 	{gvr: gv("scheduling.k8s.io", "v1", "priorityclasses"), kind: "PriorityClass", shortNames: []string{"pc"}, typ: typeOf(schedulingv1.PriorityClass{}), generation: true},
 	// storage.k8s.io/v1

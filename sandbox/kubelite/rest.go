@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"mime"
 	"net/http"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +16,9 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -23,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
@@ -32,13 +37,15 @@ import (
 type output int
 
 const (
-	outJSON  output = iota
-	outYAML         // application/yaml
-	outTable        // a meta.k8s.io/v1 Table
-	outMeta         // meta.k8s.io/v1 PartialObjectMetadata(List)
+	outJSON     output = iota
+	outYAML            // application/yaml
+	outTable           // a meta.k8s.io/v1 Table
+	outMeta            // meta.k8s.io/v1 PartialObjectMetadata(List)
+	outProtobuf        // application/vnd.kubernetes.protobuf
 )
 
-const tableContentType = "application/json;as=Table;v=v1;g=meta.k8s.io"
+// tableContentType is what the real server answers for a Table.
+const tableContentType = "application/json"
 
 // negotiate picks the first representation of the Accept header that is
 // served, as the real server does (protobuf and CBOR are not served).
@@ -66,10 +73,13 @@ func negotiate(r *http.Request, verb string) (output, error) {
 			if params["as"] == "" {
 				return outYAML, nil
 			}
+		case runtime.ContentTypeProtobuf:
+			if params["as"] == "" && params["g"] == "" {
+				return outProtobuf, nil
+			}
 		}
 	}
-	return 0, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable,
-		Message: "only the following media types are accepted: application/json, application/yaml"}}
+	return 0, restfulError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf, application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch")
 }
 
 // serveResource serves one resource request.
@@ -82,6 +92,16 @@ func (h *handler) serveResource(w http.ResponseWriter, r *http.Request, req *req
 	q := r.URL.Query()
 	dryRun := len(q["dryRun"]) > 0
 	if req.verb == "watch" || req.verb == "list" {
+		var opts metainternalversion.ListOptions
+		if err := metainternalversionscheme.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err != nil {
+			writeError(w, apierrors.NewBadRequest(err.Error()))
+			return
+		}
+		opts.Watch = req.verb == "watch"
+		if errs := metainternalversionvalidation.ValidateListOptions(&opts, true); len(errs) > 0 {
+			writeError(w, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs))
+			return
+		}
 		sel, err := parseSelectors(req, q.Get("labelSelector"), q.Get("fieldSelector"))
 		if err != nil {
 			writeError(w, err)
@@ -117,7 +137,9 @@ func (h *handler) serveResource(w http.ResponseWriter, r *http.Request, req *req
 		}
 	case "update":
 		var in runtime.Object
-		if in, err = decodeBody(r, req.res); err == nil {
+		if in, err = decodeBody(r, req.res); err == nil && metaOf(in).GetName() != req.name {
+			err = apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", metaOf(in).GetName(), req.name))
+		} else if err == nil {
 			s.mu.Lock()
 			_, missing := s.get(req.res, req.namespace, req.name)
 			obj, err = s.update(req.res, req.namespace, req.name, req.sub, dryRun, func(runtime.Object) (runtime.Object, error) { return in, nil })
@@ -131,6 +153,9 @@ func (h *handler) serveResource(w http.ResponseWriter, r *http.Request, req *req
 		if patch, err = io.ReadAll(io.LimitReader(r.Body, 3<<20)); err == nil {
 			s.mu.Lock()
 			obj, err = s.update(req.res, req.namespace, req.name, req.sub, dryRun, func(cur runtime.Object) (runtime.Object, error) {
+				if cur == nil { // a patch creates nothing, even where an update may
+					return nil, apierrors.NewNotFound(req.res.gr(), req.name)
+				}
 				return applyPatch(req.res, r.Header.Get("Content-Type"), cur, patch)
 			})
 			s.mu.Unlock()
@@ -160,14 +185,14 @@ func (h *handler) serveResource(w http.ResponseWriter, r *http.Request, req *req
 		writeError(w, err)
 		return
 	}
-	writeObject(w, code, req.res, obj, out)
+	writeObject(w, code, req.res, obj, out, q.Get("includeObject"))
 }
 
 // writeObject writes one object in the representation out.
-func writeObject(w http.ResponseWriter, code int, res *resource, obj runtime.Object, out output) {
+func writeObject(w http.ResponseWriter, code int, res *resource, obj runtime.Object, out output, includeObject string) {
 	switch out {
 	case outTable:
-		t := table(res, []runtime.Object{obj}, false)
+		t := table(res, []runtime.Object{obj}, false, includeObject)
 		t.ResourceVersion = metaOf(obj).GetResourceVersion()
 		w.Header().Set("Content-Type", tableContentType)
 		b, _ := json.Marshal(t)
@@ -177,6 +202,8 @@ func writeObject(w http.ResponseWriter, code int, res *resource, obj runtime.Obj
 		writeJSON(w, code, partialMeta(obj))
 	case outYAML:
 		writeYAML(w, code, typed(res, obj))
+	case outProtobuf:
+		writeProtobuf(w, code, typed(res, obj))
 	default:
 		writeJSON(w, code, typed(res, obj))
 	}
@@ -196,18 +223,37 @@ func partialMeta(obj runtime.Object) *metav1.PartialObjectMetadata {
 	return p
 }
 
-// decodeBody reads a request body holding an object of res.
+// decodeBody reads a request body holding an object of res, refusing
+// another kind or version with the real server's messages.
 func decodeBody(r *http.Request, res *resource) (runtime.Object, error) {
 	obj := res.new()
 	if err := decodeInto(r, obj); err != nil {
+		if se, ok := err.(*apierrors.StatusError); ok && strings.HasPrefix(se.ErrStatus.Message, "couldn't get version/kind") {
+			se.ErrStatus.Message = fmt.Sprintf("the object provided is unrecognized (must be of type %s): %s", res.kind, se.ErrStatus.Message)
+		}
 		return nil, err
 	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	if gvk.Kind != "" && gvk.Kind != res.kind || gvk.Version != "" && gvk.GroupVersion() != res.gvr.GroupVersion() {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", gvk.GroupVersion(), res.gvr.GroupVersion()))
+		msg := fmt.Sprintf("%s in version %q cannot be handled as a %s: ", gvk.Kind, gvk.Version, res.kind)
+		if scheme.Scheme.Recognizes(gvk) {
+			msg += fmt.Sprintf("converting (%s.%s) to (%s.%s): unknown conversion", gvk.Version, gvk.Kind, internalGroup(res), res.kind)
+		} else {
+			msg += fmt.Sprintf("no kind %q is registered for version %q in scheme \"pkg/runtime/scheme.go:111\"", gvk.Kind, gvk.GroupVersion())
+		}
+		return nil, apierrors.NewBadRequest(msg)
 	}
 	setTypeMeta(obj, nil)
 	return obj, nil
+}
+
+// internalGroup is how the real server names a kind's internal package.
+func internalGroup(res *resource) string {
+	if res.gvr.Group == "" {
+		return "core"
+	}
+	g, _, _ := strings.Cut(res.gvr.Group, ".")
+	return g
 }
 
 var protobufSerializer = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
@@ -235,11 +281,15 @@ func decodeInto(r *http.Request, obj runtime.Object) error {
 		}
 		return nil
 	default:
-		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
-			Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf")}}
+		return unsupportedMediaType()
+	}
+	if !json.Valid(body) {
+		err := json.Unmarshal(body, new(any))
+		return apierrors.NewBadRequest(fmt.Sprintf("couldn't get version/kind; json parse error: %v (%s)", err, body))
 	}
 	if err := json.Unmarshal(body, obj); err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized: %v", err))
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, kindOf(obj), err))
 	}
 	return nil
 }
@@ -270,8 +320,7 @@ func applyPatch(res *resource, ct string, cur runtime.Object, patch []byte) (run
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
 	default:
-		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
-			Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s", types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType)}}
+		return nil, unsupportedMediaType()
 	}
 	obj := res.new()
 	if err := json.Unmarshal(out, obj); err != nil {
@@ -376,7 +425,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, req *request, sel
 		n, err := strconv.ParseUint(v, 10, 64)
 		switch {
 		case err != nil:
-			writeError(w, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err)))
+			writeError(w, invalidResourceVersion(q.Get("resourceVersion"), err))
 			return
 		case n > rv:
 			st := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", n, rv), 1)
@@ -396,7 +445,10 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, req *request, sel
 			err = json.Unmarshal(b, &tok)
 		}
 		if err != nil || tok.APIVersion != "meta.k8s.io/v1" {
-			writeError(w, apierrors.NewBadRequest(fmt.Sprintf("continue key is not valid: %v", err)))
+			if err == nil {
+				err = fmt.Errorf("got version %s, expected meta.k8s.io/v1", tok.APIVersion)
+			}
+			writeError(w, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: continue key is not valid: %v", err)))
 			return
 		}
 		start, rv = tok.StartKey, tok.ResourceVersion
@@ -414,11 +466,23 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, req *request, sel
 		if req.res.namespaced {
 			k = m.GetNamespace() + "/" + k
 		}
+		if req.namespace == "" || !req.res.namespaced {
+			k = "/" + k
+		} else {
+			k = "/" + m.GetName()
+		}
 		if start != "" && k < start || !sel.matches(req, obj) {
 			continue
 		}
 		if limit > 0 && int64(len(items)) == limit {
-			b, _ := json.Marshal(continueToken{"meta.k8s.io/v1", rv, k})
+			// As etcd3's: the key relative to the listed prefix of the last
+			// item returned, then a zero byte.
+			last := metaOf(items[len(items)-1])
+			lk := "/" + last.GetName()
+			if req.res.namespaced && req.namespace == "" {
+				lk = "/" + last.GetNamespace() + "/" + last.GetName()
+			}
+			b, _ := json.Marshal(continueToken{"meta.k8s.io/v1", rv, lk + "\x00"})
 			lm.Continue = base64.RawURLEncoding.EncodeToString(b)
 			rest := int64(0)
 			for _, o := range all[i:] {
@@ -431,14 +495,14 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, req *request, sel
 		}
 		items = append(items, obj)
 	}
-	writeList(w, req.res, items, lm, out)
+	writeList(w, req.res, items, lm, out, q.Get("includeObject"))
 }
 
 // writeList writes a list (or table) of items.
-func writeList(w http.ResponseWriter, res *resource, items []runtime.Object, lm metav1.ListMeta, out output) {
+func writeList(w http.ResponseWriter, res *resource, items []runtime.Object, lm metav1.ListMeta, out output, includeObject string) {
 	switch out {
 	case outTable:
-		t := table(res, items, false)
+		t := table(res, items, false, includeObject)
 		t.ListMeta = lm
 		w.Header().Set("Content-Type", tableContentType)
 		b, _ := json.Marshal(t)
@@ -449,6 +513,13 @@ func writeList(w http.ResponseWriter, res *resource, items []runtime.Object, lm 
 			l.Items = append(l.Items, *partialMeta(obj))
 		}
 		writeJSON(w, http.StatusOK, l)
+	case outProtobuf:
+		l, err := typedList(res, items, lm)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeProtobuf(w, http.StatusOK, l)
 	default:
 		if items == nil {
 			items = []runtime.Object{}
@@ -491,7 +562,7 @@ func (h *handler) deleteCollection(w http.ResponseWriter, r *http.Request, req *
 	}
 	rv := s.rv
 	s.mu.Unlock()
-	writeList(w, req.res, items, metav1.ListMeta{ResourceVersion: strconv.FormatUint(rv, 10)}, outJSON)
+	writeList(w, req.res, items, metav1.ListMeta{ResourceVersion: strconv.FormatUint(rv, 10)}, outJSON, "")
 }
 
 // watchEvent is the wire form of a watch event.
@@ -532,7 +603,7 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 		n, err := strconv.ParseUint(rvParam, 10, 64)
 		switch {
 		case err != nil:
-			startErr = apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
+			startErr = invalidResourceVersion(rvParam, err)
 		case n < s.oldest():
 			startErr = apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", n, s.oldest()+1))
 		default:
@@ -540,14 +611,19 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 		}
 	}
 	s.mu.Unlock()
-	if e, ok := startErr.(*apierrors.StatusError); ok && e.ErrStatus.Code == http.StatusBadRequest {
+	if e, ok := startErr.(*apierrors.StatusError); ok && e.ErrStatus.Code == http.StatusInternalServerError {
 		writeError(w, startErr)
 		return
 	}
 
 	ct := "application/json"
-	if out == outTable {
+	var pb *protobufWatchEncoder
+	switch out {
+	case outTable:
 		ct = tableContentType
+	case outProtobuf:
+		ct = runtime.ContentTypeProtobuf + ";stream=watch"
+		pb = newProtobufWatchEncoder(w)
 	}
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Cache-Control", "no-cache, private")
@@ -561,13 +637,19 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 		case typ == watch.Error || typ == watch.Bookmark:
 			o = obj
 		case out == outTable:
-			t := table(req.res, []runtime.Object{obj}, !headers)
+			t := table(req.res, []runtime.Object{obj}, !headers, q.Get("includeObject"))
+			t.ResourceVersion = metaOf(obj).GetResourceVersion()
 			headers = false
 			o = t
 		case out == outMeta:
 			o = partialMeta(obj)
+		case pb != nil:
+			return pb.encode(typ, typed(req.res, obj))
 		default:
 			o = typed(req.res, obj)
+		}
+		if pb != nil {
+			return pb.encode(typ, o.(runtime.Object))
 		}
 		return enc.Encode(watchEvent{typ, o})
 	}
@@ -601,7 +683,8 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 			return
 		}
 	}
-	if sendInitial == "true" && bookmarks {
+	if bookmarks && (sendInitial == "true" || sendInitial == "" && (rvParam == "" || rvParam == "0")) {
+		// As the watch cache: the end of the initial events is told.
 		if bookmark(true) != nil {
 			return
 		}
@@ -610,7 +693,10 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	tick := time.NewTicker(time.Minute)
+	s.mu.Lock()
+	interval := s.tick
+	s.mu.Unlock()
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		s.mu.Lock()
@@ -664,4 +750,20 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, req *request, se
 			return
 		}
 	}
+}
+
+// kindOf is the Go type name of obj, which is its Kind for the served types.
+func kindOf(obj runtime.Object) string {
+	t := reflect.TypeOf(obj)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
+}
+
+// invalidResourceVersion is the real server's answer to a resourceVersion
+// that is not a number: a 500 without a reason, from its storage layer.
+func invalidResourceVersion(rv string, err error) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+		Message: field.Invalid(field.NewPath("resourceVersion"), rv, err.Error()).Error()}}
 }

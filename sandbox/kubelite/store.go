@@ -3,12 +3,14 @@ package kubelite
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"reflect"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +28,10 @@ import (
 // from a resourceVersion; older ones answer 410 Gone, as after a compaction.
 const maxEvents = 10000
 
+// bookmarkInterval is how often a watch allowing bookmarks gets one, as
+// from the real watch cache.
+const bookmarkInterval = time.Minute
+
 // Store is one cluster's datastore (what etcd holds for k3s), shared by
 // every server of the cluster. It is safe for concurrent use.
 //
@@ -35,7 +41,9 @@ type Store struct {
 	mu      sync.Mutex
 	rv      uint64                                  // the cluster-wide resourceVersion: last write
 	objects map[*resource]map[string]runtime.Object // by namespace/name
-	log     []event                                 // the last maxEvents writes, oldest first
+	log     []event                                 // the last keep writes, oldest first
+	keep    int                                     // maxEvents, but in tests
+	tick    time.Duration                           // bookmarkInterval, but in tests
 	changed chan struct{}                           // closed and replaced on every write
 }
 
@@ -50,7 +58,7 @@ type event struct {
 // NewStore returns a store holding the namespaces every cluster starts
 // with: default, kube-system, kube-public and kube-node-lease.
 func NewStore() *Store {
-	s := &Store{objects: map[*resource]map[string]runtime.Object{}, changed: make(chan struct{})}
+	s := &Store{objects: map[*resource]map[string]runtime.Object{}, changed: make(chan struct{}), keep: maxEvents, tick: bookmarkInterval}
 	for _, ns := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
 		if _, err := s.create(byGVR[core("namespaces")], "", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, false); err != nil {
 			panic(err)
@@ -102,7 +110,7 @@ func (s *Store) Put(obj runtime.Object) error {
 	s.mu.Lock()
 	var out runtime.Object
 	if _, err = s.get(res, m.GetNamespace(), m.GetName()); apierrors.IsNotFound(err) {
-		out, err = s.create(res, m.GetNamespace(), in, false)
+		out, err = s.create(res, m.GetNamespace(), in.DeepCopyObject(), false)
 		if err == nil && res.status && !res.keepStatus {
 			out, err = s.update(res, m.GetNamespace(), m.GetName(), "status", false, replaceWith(in, false))
 		}
@@ -144,8 +152,11 @@ func replaceWith(obj runtime.Object, keepRV bool) func(runtime.Object) (runtime.
 	return func(cur runtime.Object) (runtime.Object, error) {
 		out := obj.DeepCopyObject()
 		if !keepRV {
-			m, _ := meta.Accessor(out)
-			m.SetResourceVersion("")
+			rv := ""
+			if cur != nil {
+				rv = metaOf(cur).GetResourceVersion()
+			}
+			metaOf(out).SetResourceVersion(rv)
 		}
 		return out, nil
 	}
@@ -208,8 +219,8 @@ func (s *Store) commit(res *resource, typ watch.EventType, obj, old runtime.Obje
 		s.objects[res][key(m.GetNamespace(), m.GetName())] = obj
 	}
 	metaOf(obj).SetResourceVersion(rv)
-	if len(s.log) == maxEvents {
-		s.log = append(s.log[:0:0], s.log[maxEvents/10:]...)
+	if len(s.log) >= s.keep {
+		s.log = append(s.log[:0:0], s.log[len(s.log)-s.keep*9/10:]...)
 	}
 	s.log = append(s.log, event{rv: s.rv, res: res, typ: typ, obj: obj, old: old})
 	close(s.changed)
@@ -243,7 +254,9 @@ func (s *Store) create(res *resource, namespace string, obj runtime.Object, dryR
 		if nsObj, err := s.get(byGVR[core("namespaces")], "", m.GetNamespace()); err != nil {
 			return nil, err
 		} else if metaOf(nsObj).GetDeletionTimestamp() != nil {
-			return nil, apierrors.NewForbidden(res.gr(), m.GetName(), fmt.Errorf("unable to create new content in namespace %s because it is being terminated", m.GetNamespace()))
+			e := apierrors.NewForbidden(res.gr(), m.GetName(), fmt.Errorf("unable to create new content in namespace %s because it is being terminated", m.GetNamespace()))
+			e.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause, Message: fmt.Sprintf("namespace %s is being terminated", m.GetNamespace()), Field: "metadata.namespace"}}
+			return nil, e
 		}
 	}
 	m.SetUID(uuid.NewUUID())
@@ -259,9 +272,38 @@ func (s *Store) create(res *resource, namespace string, obj runtime.Object, dryR
 			st.SetZero()
 		}
 	}
+	normalize(obj)
 	setDefaults(obj)
+	if svc, ok := obj.(*corev1.Service); ok {
+		var errs field.ErrorList
+		for i, p := range svc.Spec.Ports {
+			if p.Name == "" && len(svc.Spec.Ports) > 1 {
+				errs = append(errs, field.Required(field.NewPath("spec", "ports").Index(i).Child("name"), ""))
+			}
+		}
+		if len(errs) > 0 {
+			return nil, apierrors.NewInvalid(res.gk(), svc.Name, errs)
+		}
+		if err := s.allocateClusterIP(svc); err != nil {
+			return nil, err
+		}
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		// The ServiceAccount admission plugin.
+		if _, err := s.get(byGVR[core("serviceaccounts")], pod.Namespace, pod.Spec.ServiceAccountName); err != nil {
+			err = apierrors.NewNotFound(schema.GroupResource{Resource: "serviceaccount"}, pod.Spec.ServiceAccountName) // as its lister says
+			return nil, apierrors.NewForbidden(res.gr(), pod.Name, fmt.Errorf("error looking up service account %s/%s: %w", pod.Namespace, pod.Spec.ServiceAccountName, err))
+		}
+	}
 	if !dryRun {
 		s.commit(res, watch.Added, obj, nil)
+		if ns, ok := obj.(*corev1.Namespace); ok {
+			// The service account controller's work.
+			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns.Name}}
+			if _, err := s.create(byGVR[core("serviceaccounts")], ns.Name, sa, false); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return obj, nil
 }
@@ -336,6 +378,9 @@ func (s *Store) update(res *resource, namespace, name, sub string, dryRun bool, 
 	}
 	if rv := m.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
 		return nil, conflict(res, name)
+	} else if rv == "" && res.rvRequired {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: res.gvr.Group, Kind: res.gvr.Resource}, name,
+			field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")})
 	}
 	if uid := m.GetUID(); uid != "" && uid != old.GetUID() {
 		return nil, apierrors.NewConflict(res.gr(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, old.GetUID()))
@@ -346,8 +391,17 @@ func (s *Store) update(res *resource, namespace, name, sub string, dryRun bool, 
 	m.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
 	m.SetGeneration(old.GetGeneration())
 	m.SetResourceVersion(old.GetResourceVersion())
-	if old.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) > len(old.GetFinalizers()) {
-		return nil, apierrors.NewInvalid(res.gk(), name, field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"), "no new finalizers can be added if the object is being deleted")})
+	if old.GetDeletionTimestamp() != nil {
+		var added []string
+		for _, f := range m.GetFinalizers() {
+			if !contains(old.GetFinalizers(), f) {
+				added = append(added, f)
+			}
+		}
+		if len(added) > 0 {
+			return nil, apierrors.NewInvalid(res.gk(), name, field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"),
+				fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %#v", added))})
+		}
 	}
 	switch {
 	case sub == "status":
@@ -362,8 +416,20 @@ func (s *Store) update(res *resource, namespace, name, sub string, dryRun bool, 
 	case res.status:
 		field0(obj, "Status").Set(field0(cur, "Status"))
 	}
+	normalize(obj)
+	if pod, ok := obj.(*corev1.Pod); ok && sub == "" {
+		if msg := podUpdateForbidden(cur.(*corev1.Pod), pod); msg != "" {
+			return nil, apierrors.NewInvalid(res.gk(), name, field.ErrorList{field.Forbidden(field.NewPath("spec"), msg)})
+		}
+	}
 	if res.generation && !apiequality.Semantic.DeepEqual(field0(obj, "Spec").Interface(), field0(cur, "Spec").Interface()) {
 		m.SetGeneration(old.GetGeneration() + 1)
+		if ds, ok := obj.(*appsv1.DaemonSet); ok && !apiequality.Semantic.DeepEqual(ds.Spec.Template, cur.(*appsv1.DaemonSet).Spec.Template) {
+			if ds.Annotations == nil {
+				ds.Annotations = map[string]string{}
+			}
+			ds.Annotations[appsv1.DeprecatedTemplateGeneration] = strconv.FormatInt(ds.Generation, 10)
+		}
 	}
 	setTypeMeta(obj, nil)
 	if apiequality.Semantic.DeepEqual(obj, cur) {
@@ -386,11 +452,9 @@ func conflict(res *resource, name string) error {
 
 const registryConflictMessage = "the object has been modified; please apply your changes to the latest version and try again"
 
-// remove deletes cur at once.
+// remove deletes cur at once, and with a namespace what it holds.
 func (s *Store) remove(res *resource, cur runtime.Object) {
-	s.commit(res, watch.Deleted, nil, cur)
 	if res.gvr == core("namespaces") {
-		// The namespace controller's work: what the namespace held goes too.
 		ns := metaOf(cur).GetName()
 		for _, r := range resources {
 			if r.namespaced {
@@ -400,6 +464,7 @@ func (s *Store) remove(res *resource, cur runtime.Object) {
 			}
 		}
 	}
+	s.commit(res, watch.Deleted, nil, cur)
 }
 
 // deleteResult is what a delete did: the object (as deleted, or as now
@@ -430,6 +495,18 @@ func (s *Store) delete(res *resource, namespace, name string, opts *metav1.Delet
 		case "default", "kube-system", "kube-public":
 			return deleteResult{}, apierrors.NewForbidden(res.gr(), name, errors.New("this namespace may not be deleted"))
 		}
+		if old.GetDeletionTimestamp() != nil || dryRun {
+			return deleteResult{obj: cur}, nil
+		}
+		// Terminating, then the namespace controller's work, here at once:
+		// the namespace's objects go, then the namespace.
+		ns := cur.(*corev1.Namespace).DeepCopy()
+		ts := now()
+		ns.DeletionTimestamp = &ts
+		ns.Status.Phase = corev1.NamespaceTerminating
+		s.commit(res, watch.Modified, ns, cur)
+		s.remove(res, ns)
+		return deleteResult{obj: ns}, nil
 	}
 	grace := opts.GracePeriodSeconds
 	if grace != nil && *grace < 0 {
@@ -498,6 +575,9 @@ func (s *Store) delete(res *resource, namespace, name string, opts *metav1.Delet
 	if !dryRun {
 		s.remove(res, cur)
 	}
+	if graceful {
+		return deleteResult{obj: obj, deleted: true}, nil // as the deletion left it (grace 0)
+	}
 	return deleteResult{obj: s.lastDeleted(res, cur), deleted: true}, nil
 }
 
@@ -517,3 +597,40 @@ func kindResource(res *resource) schema.GroupResource {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// serviceCIDR is where Services get their cluster IP: k3s's default,
+// 10.43.0.0/16, whose first address is the kubernetes Service's.
+var serviceCIDR = netip.MustParsePrefix("10.43.0.0/16")
+
+// allocateClusterIP gives a ClusterIP Service a free random address of
+// serviceCIDR (past the first), or checks the one it asks for.
+func (s *Store) allocateClusterIP(svc *corev1.Service) error {
+	if svc.Spec.Type == corev1.ServiceTypeExternalName || svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+			svc.Spec.ClusterIPs = []string{corev1.ClusterIPNone}
+		}
+		return nil
+	}
+	used := map[string]bool{}
+	for _, o := range s.list(byGVR[core("services")], "") {
+		used[o.(*corev1.Service).Spec.ClusterIP] = true
+	}
+	if ip := svc.Spec.ClusterIP; ip != "" {
+		if used[ip] {
+			return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.Invalid(field.NewPath("spec", "clusterIPs").Index(0), ip, "provided IP is already allocated")})
+		}
+		svc.Spec.ClusterIPs = []string{ip}
+		return nil
+	}
+	base := serviceCIDR.Addr().As4()
+	size := 1 << (32 - serviceCIDR.Bits())
+	for start, i := 2+utilrand.Intn(size-3), 0; i < size-3; i++ {
+		n := 2 + (start-2+i)%(size-3)
+		ip := netip.AddrFrom4([4]byte{base[0], base[1], base[2] + byte(n>>8), base[3] + byte(n)}).String()
+		if !used[ip] {
+			svc.Spec.ClusterIP, svc.Spec.ClusterIPs = ip, []string{ip}
+			return nil
+		}
+	}
+	return apierrors.NewInternalError(errors.New("range is full"))
+}

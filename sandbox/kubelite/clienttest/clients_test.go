@@ -49,7 +49,7 @@ func TestInformers(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Start(ctx.Done())
-	defer f.Shutdown()
+	defer func() { cancel(); f.Shutdown() }()
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		t.Fatal("informer did not sync")
 	}

@@ -77,7 +77,7 @@ type Server struct {
 	Store  *kubelite.Store
 	Server *httptest.Server
 	CA     *CA          // the client CA
-	Config *rest.Config // user "admin" in system:masters, by client certificate
+	Config *rest.Config // user "admin" in system:masters, by client certificate; no client-side rate limit
 	Client *kubernetes.Clientset
 }
 
@@ -97,7 +97,7 @@ func Start(t testing.TB, store *kubelite.Store) *Server {
 	t.Cleanup(srv.Close)
 	certPEM, keyPEM := ca.Issue(t, "admin", "system:masters")
 	serverCA := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	cfg := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: serverCA, CertData: certPEM, KeyData: keyPEM}}
+	cfg := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: serverCA, CertData: certPEM, KeyData: keyPEM}, QPS: -1}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
