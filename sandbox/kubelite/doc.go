@@ -15,7 +15,9 @@
 // PartialObjectMetadata, and legacy discovery: clients asking for
 // aggregated discovery with a fallback get the plain documents, which
 // client-go and kubectl accept. Answers were compared with those of the
-// real kube-apiserver v1.37.2 for the same requests (see TestRawErrors).
+// real kube-apiserver v1.37.2 for the same requests: TestDifferential
+// sends a sequence of requests to both (the real one run by the k3s
+// stand-in, $K3S_STANDIN_BINARY) and compares the answers.
 //
 // # Store and verbs
 //

@@ -1,7 +1,9 @@
 package kubelite
 
 import (
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -27,7 +29,8 @@ type Options struct {
 	Token func(token string) (user string, groups []string, ok bool)
 	// Version is what /version reports (GitVersion like "v1.37.2+k3s1";
 	// Major/Minor derived; GoVersion, Platform etc. as k3s's apiserver
-	// reports). Empty: DefaultVersion.
+	// reports; GitCommit and BuildDate as the k3s stand-in's, the commit
+	// derived from the version). Empty: DefaultVersion.
 	Version string
 }
 
@@ -232,7 +235,7 @@ func parseRequest(r *http.Request, gv schema.GroupVersion, parts []string) (*req
 	default:
 		return nil, methodNotAllowed()
 	}
-	if req.verb != "get" && req.verb != "list" && req.verb != "watch" && req.verb != "create" && req.name == "" && req.verb != "deletecollection" {
+	if (req.verb == "update" || req.verb == "patch") && req.name == "" {
 		return nil, methodNotAllowed()
 	}
 	if req.sub == "eviction" && req.verb != "create" {
@@ -320,7 +323,11 @@ func asStatus(err error, st *apierrors.APIStatus) bool {
 var gitVersionRE = regexp.MustCompile(`^v(\d+)\.(\d+)`)
 
 func versionInfo(v string) version.Info {
-	info := version.Info{GitVersion: v, GitTreeState: "clean", BuildDate: "1970-01-01T00:00:00Z", GoVersion: runtime.Version(), Compiler: runtime.Compiler, Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	// The commit and build date are the k3s stand-in's (and the sandbox
+	// k3s binary's): a commit derived from the version, zero-padded.
+	sum := sha256.Sum256([]byte(v))
+	commit := hex.EncodeToString(sum[:4]) + strings.Repeat("0", 32)
+	info := version.Info{GitVersion: v, GitCommit: commit, GitTreeState: "clean", BuildDate: "2026-01-01T00:00:00Z", GoVersion: runtime.Version(), Compiler: runtime.Compiler, Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if m := gitVersionRE.FindStringSubmatch(v); m != nil {
 		info.Major, info.Minor = m[1], m[2]
 		info.EmulationMajor, info.EmulationMinor = m[1], m[2]

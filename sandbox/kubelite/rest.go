@@ -301,6 +301,12 @@ func applyPatch(res *resource, ct string, cur runtime.Object, patch []byte) (run
 		return nil, err
 	}
 	ct, _, _ = mime.ParseMediaType(ct)
+	switch types.PatchType(ct) {
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+		if !json.Valid(patch) {
+			return nil, apierrors.NewBadRequest("invalid JSON patch")
+		}
+	}
 	var out []byte
 	switch types.PatchType(ct) {
 	case types.JSONPatchType:

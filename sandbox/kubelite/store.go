@@ -95,8 +95,9 @@ func (s *Store) Get(namespace, name string, obj runtime.Object) error {
 }
 
 // Put creates obj, or replaces the stored object of its namespace and name
-// whatever its resourceVersion (status included), as the API's create and
-// update would. obj is updated to what was stored (uid, resourceVersion…).
+// whatever its resourceVersion and uid (status included), as the API's
+// create and update would. obj is updated to what was stored (uid,
+// resourceVersion…).
 func (s *Store) Put(obj runtime.Object) error {
 	res, err := resourceOf(obj)
 	if err != nil {
@@ -146,17 +147,14 @@ func (s *Store) Delete(namespace, name string, obj runtime.Object) error {
 }
 
 // replaceWith is an update function answering a copy of obj; with
-// keepRV the object's own resourceVersion is a precondition, otherwise the
-// update is unconditional.
+// keepRV the object's own resourceVersion (and uid) are preconditions,
+// otherwise the update is unconditional.
 func replaceWith(obj runtime.Object, keepRV bool) func(runtime.Object) (runtime.Object, error) {
 	return func(cur runtime.Object) (runtime.Object, error) {
 		out := obj.DeepCopyObject()
-		if !keepRV {
-			rv := ""
-			if cur != nil {
-				rv = metaOf(cur).GetResourceVersion()
-			}
-			metaOf(out).SetResourceVersion(rv)
+		if !keepRV && cur != nil {
+			metaOf(out).SetResourceVersion(metaOf(cur).GetResourceVersion())
+			metaOf(out).SetUID(metaOf(cur).GetUID())
 		}
 		return out, nil
 	}
