@@ -75,6 +75,9 @@ type diffSide struct {
 	// the last call.
 	takeSteps func() []string
 	norm      *normalizer
+	// dump logs what the hosts logged, to explain a failure while they
+	// still run; nil: nothing to log.
+	dump func()
 	// hostKeys fills norm's host keys once the VMs run.
 	hostKeys func(ctx context.Context) (map[string]ssh.PublicKey, error)
 }
@@ -175,18 +178,22 @@ func newSandboxSide(t *testing.T) *diffSide {
 	for _, k := range spec["publicKeys"].([]any) {
 		n.publicKeys = append(n.publicKeys, k.(string))
 	}
+	dump := func() {
+		for _, name := range diffNodes {
+			if hh, ok := w.Host(name); ok {
+				var out strings.Builder
+				_, _ = hh.Run(context.Background(), "journalctl --no-pager -n 60", nil, &out, &out, nil, "root")
+				t.Logf("%s's journal:\n%s", name, out.String())
+			}
+		}
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, name := range diffNodes {
-				if hh, ok := w.Host(name); ok {
-					var out strings.Builder
-					_, _ = hh.Run(context.Background(), "journalctl --no-pager -n 40", nil, &out, &out, nil, "root")
-					t.Logf("%s's journal:\n%s", name, out.String())
-				}
-			}
+			dump()
 		}
 	})
 	return &diffSide{
+		dump: dump,
 		name: "sandbox", engine: e, store: st, pool: p.Pool(), cluster: c,
 		extra:     diffExtraNode(lan(60).String()),
 		extraSSH:  net.JoinHostPort(w.MapAddress(lan(60)).String(), fmt.Sprint(h.SSHPort)),
@@ -472,6 +479,11 @@ func runDiffScenario(t *testing.T, s *diffSide, out *[]diffStep) {
 	st = step("failing upgrade", func() (*openctl.Report, error) { return s.engine.Apply(ctx, c) })
 	assert.Contains(t, st.Err, "node dev-cp-0: the upgrade to "+diffUpgrade+" failed its health gate")
 	assert.Equal(t, []string{"dev-cp-0"}, st.Servers, "the rollout stops at the first server")
+	if c, ok := st.Statuses[c.ID().String()].(map[string]any); assert.True(t, ok, "the cluster's status") {
+		if !assert.Equal(t, "4/4", c["readyNodes"], "rolled back, the cluster is whole: %v", c["message"]) && s.dump != nil {
+			s.dump()
+		}
+	}
 
 	// 5. A Node that names no cluster while two are recorded.
 	_, err = s.store.Put(ctx, &state.Record{APIVersion: k3s.APIVersion, Kind: k3s.KindCluster, Name: "blue", SpecHash: "x",
