@@ -70,6 +70,14 @@ type Options struct {
 	// PrivateKeyPath and the SSH agent are not used. It is for keys held
 	// in memory — a secret store's, a sandbox's own.
 	Identity ssh.Signer
+	// KeepAlive is how often a pooled connection asks its host whether it
+	// is still there (OpenSSH's keepalive@openssh.com, as
+	// ServerAliveInterval does); a host that does not answer within
+	// DialTimeout has its connection closed, so that commands on it fail
+	// rather than wait for ever — a powered-off or destroyed VM sends no
+	// reset, its TCP connections just go silent. Default 5s; negative:
+	// never asked.
+	KeepAlive time.Duration
 	// OnCommand, when set, is told of every command before it runs: the
 	// host (host:port) and the command's Step — an audit trail, never
 	// the script or its input. It must be safe for concurrent use.
@@ -95,6 +103,9 @@ func NewPool(opts Options) *Pool {
 	}
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = 15 * time.Second
+	}
+	if opts.KeepAlive == 0 {
+		opts.KeepAlive = 5 * time.Second
 	}
 	if opts.AgentSocket == "" {
 		opts.AgentSocket = os.Getenv("SSH_AUTH_SOCK")
@@ -158,6 +169,7 @@ func (p *Pool) Host(ctx context.Context, t Target) (*Host, error) {
 			return nil, c.err
 		}
 		go func() { _ = c.client.Wait(); p.forget(key, c) }()
+		go p.keepAlive(c.client, t.Addr())
 	} else {
 		p.mu.Unlock()
 		select {
@@ -170,6 +182,46 @@ func (p *Pool) Host(ctx context.Context, t Target) (*Host, error) {
 		}
 	}
 	return &Host{t: t, c: c.client, log: p.opts.Logger, onCommand: p.opts.OnCommand}, nil
+}
+
+// keepAlive asks the host at addr every Options.KeepAlive whether it is
+// there, and closes c when it does not answer within DialTimeout: a
+// command waiting on c then fails (and the pool forgets c) instead of
+// waiting for a host that is gone. It returns once c is closed.
+func (p *Pool) keepAlive(c *ssh.Client, addr string) {
+	if p.opts.KeepAlive < 0 {
+		return
+	}
+	closed := make(chan struct{})
+	go func() { _ = c.Wait(); close(closed) }()
+	tick := time.NewTicker(p.opts.KeepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-closed:
+			return
+		case <-tick.C:
+		}
+		answered := make(chan error, 1)
+		go func() {
+			// Any answer will do: OpenSSH refuses the request it does not
+			// serve, which is an answer.
+			_, _, err := c.SendRequest("keepalive@openssh.com", true, nil)
+			answered <- err
+		}()
+		timer := time.NewTimer(p.opts.DialTimeout)
+		select {
+		case <-answered:
+			timer.Stop()
+		case <-closed:
+			timer.Stop()
+			return
+		case <-timer.C:
+			p.opts.Logger.Warn("ssh host does not answer: closing the connection", "host", addr, "after", p.opts.DialTimeout)
+			_ = c.Close()
+			return
+		}
+	}
 }
 
 // forget drops c from the pool if it is still the one under key.

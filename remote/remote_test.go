@@ -399,3 +399,25 @@ func TestWriteFileCancelled(t *testing.T) {
 		return err == nil && string(out) == ".\n..\nbig\nold\n"
 	}, 15*time.Second, 50*time.Millisecond, "the old content, no temporary file")
 }
+
+// A host that powers off sends no reset: its connection goes silent. The
+// pool's keepalive closes it, so that a command on it fails (and the
+// pool dials afresh) instead of waiting for ever.
+func TestSilentHostFailsInsteadOfHanging(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	f := newFixture(t, "silent")
+	p := newPool(t, remote.Options{DialTimeout: 2 * time.Second, KeepAlive: 200 * time.Millisecond})
+	h, err := p.Host(ctx, f.target("root"))
+	require.NoError(t, err)
+	_, err = h.Run(ctx, remote.Command{Step: "probe", Script: "true"})
+	require.NoError(t, err)
+
+	require.NoError(t, f.host.PowerOff(ctx))
+	rctx, cancel := context.WithTimeout(ctx, time.Minute) // a bound for the test, far above the keepalive's
+	defer cancel()
+	_, err = h.Run(rctx, remote.Command{Step: "probe", Script: "true"})
+	require.Error(t, err)
+	assert.NoError(t, rctx.Err(), "failed by the keepalive, not by the test's bound: %v", err)
+	assert.True(t, errcode.Is(err, errcode.Transient), "%v", err)
+}

@@ -99,6 +99,12 @@ func (r hostRunner) Run(ctx context.Context, name string, args ...string) ([]byt
 }
 
 func (r hostRunner) Stream(ctx context.Context, w io.Writer, name string, args ...string) error {
+	// The agent's HostSystem finds files under its root, the host's
+	// directory — the k3s binary it runs with --version too: on the host
+	// that is the path without the directory.
+	if rel, err := filepath.Rel(r.h.Dir(), name); err == nil && filepath.IsAbs(name) && rel != ".." && !strings.HasPrefix(rel, "../") {
+		name = "/" + rel
+	}
 	words := append([]string{name}, args...)
 	for i, a := range words {
 		words[i] = remote.Quote(a)

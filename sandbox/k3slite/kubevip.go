@@ -269,8 +269,14 @@ func (k *kubeVIP) lead(lctx context.Context) {
 	t := time.NewTicker(k.cfg.RetryPeriod)
 	defer t.Stop()
 	for {
-		k.ensure()
+		// Asked before ensure, so that a release while ensure waits for
+		// it is not missed; waited for only while the VIP is not held.
+		freed := k.n.vipReleased()
+		if k.ensure() {
+			freed = nil
+		}
 		select {
+		case <-freed:
 		case <-lctx.Done():
 			// Normally stopLeading has already removed the VIP; this
 			// covers a term that ended while ensure was adding it.
@@ -297,10 +303,16 @@ func (k *kubeVIP) stopLeading() {
 }
 
 // ensure puts the VIP on the interface if this node leads and it is not
-// there, listens on it, and logs the pending announcements.
-func (k *kubeVIP) ensure() {
+// there, listens on it, and logs the pending announcements. It reports
+// whether this node listens on the VIP, or is not to (not leading).
+func (k *kubeVIP) ensure() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.ensureLocked()
+	return k.proxy != nil || !k.leading || k.stopping
+}
+
+func (k *kubeVIP) ensureLocked() {
 	if !k.leading || k.stopping {
 		return
 	}

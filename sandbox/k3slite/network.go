@@ -54,6 +54,7 @@ type Network struct {
 	mu       sync.Mutex
 	clusters map[string]*cluster
 	vips     map[string]*vipHold                // VIP address → its holder
+	vipFreed chan struct{}                      // closed when a VIP's holder lets it go (vipReleased)
 	listens  map[*vmhost.Host]map[string]string // a host's running servers: port → host:port
 	closed   bool
 	programs sync.WaitGroup // the k3s programs running on the network

@@ -111,7 +111,24 @@ func (p *vipProxy) close() {
 	p.wg.Wait()
 	p.n.mu.Lock()
 	delete(p.n.vips, p.key)
+	if p.n.vipFreed != nil {
+		close(p.n.vipFreed)
+		p.n.vipFreed = nil
+	}
 	p.n.mu.Unlock()
+}
+
+// vipReleased returns a channel closed the next time a holder lets a VIP
+// go: a new leader waiting for the previous one's listener takes the VIP
+// then, not a retry period later (kube-vip does not wait for the previous
+// holder at all).
+func (n *Network) vipReleased() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.vipFreed == nil {
+		n.vipFreed = make(chan struct{})
+	}
+	return n.vipFreed
 }
 
 // VIPHolder returns the node whose kube-vip holds vip (port 6443 unless
