@@ -70,7 +70,7 @@ func dumpJournals(t *testing.T, w *sandbox.World) {
 // sandbox's network. The kubeconfig the provider wrote works with
 // client-go; a re-apply changes nothing; a delete removes everything.
 func TestK3sOnSandbox(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	e, _ := openSandbox(t)
 	rs, err := manifest.Load(ctx, []string{"../examples/k3s-proxmox.yaml"}, manifest.LoadOptions{})
