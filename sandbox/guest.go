@@ -74,7 +74,7 @@ func (w *World) Start(g proxmoxtest.Guest) (proxmoxtest.GuestReport, error) {
 	if err != nil {
 		return proxmoxtest.GuestReport{}, err
 	}
-	if err := writeHostKey(host, key); err != nil {
+	if err := writeHostKey(w.ctx, host, key); err != nil {
 		_ = host.Close()
 		return proxmoxtest.GuestReport{}, err
 	}
@@ -140,9 +140,9 @@ func (w *World) Destroy(vmid int) {
 
 // writeHostKey puts the host's public key where sshd keeps it, as
 // cloud-init's first boot does.
-func writeHostKey(h *vmhost.Host, key ssh.Signer) error {
+func writeHostKey(ctx context.Context, h *vmhost.Host, key ssh.Signer) error {
 	line := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key.PublicKey()))) + " root@" + h.Hostname() + "\n"
-	st, err := h.Run(context.Background(), "mkdir -p /etc/ssh && cat > "+proxmoxtest.HostKeyPath, strings.NewReader(line), nil, nil, nil, "root")
+	st, err := h.Run(ctx, "mkdir -p /etc/ssh && cat > "+proxmoxtest.HostKeyPath, strings.NewReader(line), nil, nil, nil, "root")
 	if err != nil {
 		return err
 	}
