@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -533,11 +534,31 @@ func (h *Host) Run(ctx context.Context, argv ...string) ([]byte, error) {
 
 // WriteFile writes a file inside the host (parents created 0755).
 func (h *Host) WriteFile(ctx context.Context, path string, data []byte, mode os.FileMode) error {
+	return h.writeFrom(ctx, path, bytes.NewReader(data), mode)
+}
+
+// CopyFile copies src, a file of the machine the test runs on, to path
+// inside the host (parents created 0755), streaming it. Hand a host a
+// copy, never the test's path: a host has its own /tmp, /run, /root,
+// /home and /var/log, so a path under one of them (a clone of the
+// repository in /tmp or a home directory, a test's TempDir) names
+// nothing inside the host.
+func (h *Host) CopyFile(ctx context.Context, src, path string, mode os.FileMode) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("k3stest: copy to %s on %s: %w", path, h.name, err)
+	}
+	defer f.Close()
+	return h.writeFrom(ctx, path, f, mode)
+}
+
+// writeFrom writes what r holds to path inside the host.
+func (h *Host) writeFrom(ctx context.Context, path string, r io.Reader, mode os.FileMode) error {
 	c, err := h.Command(ctx, "install", "-D", "-m", fmt.Sprintf("%04o", mode.Perm()), "/dev/stdin", path)
 	if err != nil {
 		return err
 	}
-	c.Stdin = bytes.NewReader(data)
+	c.Stdin = r
 	if out, err := c.CombinedOutput(); err != nil {
 		return fmt.Errorf("k3stest: write %s on %s: %w: %s", path, h.name, err, out)
 	}

@@ -129,8 +129,7 @@ func TestKubeVIPFailover(t *testing.T) {
 	vip := freeVIP(n)
 	for _, h := range hosts {
 		byName[h.Name()] = h
-		out, err := h.Run(ctx, "ln", "-sf", bin, "/usr/local/bin/k3s")
-		require.NoError(t, err, "%s", out)
+		require.NoError(t, h.CopyFile(ctx, bin, "/usr/local/bin/k3s", 0o755))
 		// As the provider does: the manifest is on every server before
 		// its k3s starts.
 		require.NoError(t, h.WriteFile(ctx, vipManifest, []byte(kubeVIPYAML(vip.String(), "eth0")), 0o600))
