@@ -3,6 +3,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"io/fs"
@@ -14,9 +15,16 @@ import (
 // WriteFile writes what r holds to path on the host, atomically (a
 // temporary file in the same directory, renamed over path, removed when
 // the write fails or is cancelled), with mode, creating the directory
-// (0755) when needed. The content goes over the
-// session's standard input, never on a command line.
+// (0755) when needed. The content goes over the session's standard
+// input, never on a command line.
+//
+// The content is followed by an end marker made for this write, and the
+// host installs the file only when it arrived whole, marker included. A
+// stream that ends early looks, on the host, like any other end of
+// input: a connection that drops, or a cancelled write whose signal does
+// not reach the command, would otherwise install the part that came.
 func (h *Host) WriteFile(ctx context.Context, path string, mode fs.FileMode, r io.Reader) error {
+	end := "openctl-end-" + rand.Text() // random: no content ends with it by chance
 	script := fmt.Sprintf(`set -e
 umask 077
 p=%s
@@ -25,10 +33,17 @@ t=$(mktemp "$p.openctl-XXXXXX")
 trap 'rm -f "$t"' EXIT
 trap 'rm -f "$t"; exit 143' TERM INT HUP
 cat >"$t"
-chmod %04o "$t"
+n=$(wc -c <"$t")
+if [ "$n" -lt %[2]d ] || [ "$(tail -c %[2]d "$t")" != %[3]s ]; then
+  rm -f "$t" # first: after a dropped connection, the echo's SIGPIPE ends the script
+  echo "the content was cut short: $p is left as it was" >&2
+  exit 1
+fi
+truncate -s $((n - %[2]d)) "$t"
+chmod %04[4]o "$t"
 mv -f "$t" "$p"
-trap - EXIT`, Quote(path), mode.Perm())
-	_, err := h.Run(ctx, Command{Step: "write " + path, Script: script, Stdin: r})
+trap - EXIT`, Quote(path), len(end), end, mode.Perm())
+	_, err := h.Run(ctx, Command{Step: "write " + path, Script: script, Stdin: io.MultiReader(r, strings.NewReader(end))})
 	return err
 }
 

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -378,13 +379,18 @@ func newLogger(w *bytes.Buffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
+// writeTarget is the file the interrupted writes aim at: under /var,
+// which every test host has of its own (an overlay), unlike /srv, which
+// is the machine's and so every host's and every test binary's.
+const writeTarget = "/var/lib/openctl-writetest/big"
+
 // A write cancelled half-way leaves the old file and no temporary one.
 func TestWriteFileCancelled(t *testing.T) {
 	ctx := t.Context()
 	f := newFixture(t, "cancel")
 	h, err := newPool(t, remote.Options{}).Host(ctx, f.target(k3stest.DefaultUser))
 	require.NoError(t, err)
-	require.NoError(t, h.WriteFile(ctx, "/srv/big", 0o644, strings.NewReader("old\n")))
+	require.NoError(t, h.WriteFile(ctx, writeTarget, 0o644, strings.NewReader("old\n")))
 
 	cctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
@@ -392,12 +398,79 @@ func TestWriteFileCancelled(t *testing.T) {
 		_, _ = pw.Write(bytes.Repeat([]byte("x"), 1<<20)) // some data, then nothing more
 		cancel()
 	}()
-	err = h.WriteFile(cctx, "/srv/big", 0o644, pr)
+	err = h.WriteFile(cctx, writeTarget, 0o644, pr)
 	require.ErrorIs(t, err, context.Canceled)
+	assertWriteUndone(ctx, t, f.host)
+}
+
+// assertWriteUndone waits until no write's script runs on the host any
+// more, and then checks that writeTarget's directory holds it with its
+// old content and no temporary file: judged before the script ends, a write that installs
+// the part that came would pass.
+func assertWriteUndone(ctx context.Context, t *testing.T, h *k3stest.Host) {
+	t.Helper()
 	require.Eventually(t, func() bool {
-		out, err := f.host.Run(ctx, "sh", "-c", "ls -a /srv; cat /srv/big")
-		return err == nil && string(out) == ".\n..\nbig\nold\n"
-	}, 15*time.Second, 50*time.Millisecond, "the old content, no temporary file")
+		// [X]: the pattern does not match this command's own shell.
+		_, err := h.Run(ctx, "pgrep", "-f", `openctl-XXXXX[X]`)
+		return err != nil
+	}, 15*time.Second, 50*time.Millisecond, "the write's script ends")
+	out, err := h.Run(ctx, "sh", "-c", "ls -a "+filepath.Dir(writeTarget)+"; cat "+writeTarget)
+	require.NoError(t, err, "%s", out)
+	assert.Equal(t, ".\n..\nbig\nold\n", string(out), "the old content, no temporary file")
+}
+
+// A connection that drops in the middle of a write sends the command no
+// signal: its standard input just ends, as it does after the whole
+// content. The write's end marker tells the two apart, so the part that
+// came is not installed: the old content stays, and no temporary file.
+func TestWriteFileConnectionDropped(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	f := newFixture(t, "drop")
+	p := newPool(t, remote.Options{})
+	h, err := p.Host(ctx, f.target(k3stest.DefaultUser))
+	require.NoError(t, err)
+	require.NoError(t, h.WriteFile(ctx, writeTarget, 0o644, strings.NewReader("old\n")))
+
+	target := f.target(k3stest.DefaultUser)
+	host, port, err := net.SplitHostPort(cutProxy(t, f.host.SSHAddr(), 256<<10))
+	require.NoError(t, err)
+	target.Host = host
+	target.Port, err = strconv.Atoi(port)
+	require.NoError(t, err)
+	cut, err := newPool(t, remote.Options{}).Host(ctx, target)
+	require.NoError(t, err)
+	err = cut.WriteFile(ctx, writeTarget, 0o644, bytes.NewReader(bytes.Repeat([]byte("x"), 4<<20)))
+	require.Error(t, err, "the connection was cut after 256 KiB of 4 MiB")
+	assertWriteUndone(ctx, t, f.host)
+}
+
+// cutProxy forwards connections to addr and closes each one once it has
+// carried limit bytes towards addr. It returns its own address.
+func cutProxy(t *testing.T, addr string, limit int64) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				up, err := net.Dial("tcp", addr)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() { _, _ = io.Copy(c, up) }()
+				_, _ = io.CopyN(up, c, limit)
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }
 
 // A host that powers off sends no reset: its connection goes silent. The

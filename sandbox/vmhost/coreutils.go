@@ -29,7 +29,7 @@ func builtins() map[string]Program {
 		"head": progHead, "tail": progTail, "uname": progUname,
 		"mkdir": progMkdir, "rm": progRm, "mv": progMv, "cp": progCp,
 		"chmod": progChmod, "ln": progLn, "install": progInstall,
-		"touch": progTouch, "mktemp": progMktemp, "dirname": progDirname,
+		"touch": progTouch, "truncate": progTruncate, "mktemp": progMktemp, "dirname": progDirname,
 		"basename": progBasename, "sleep": progSleep, "id": progID,
 		"whoami": progWhoami, "env": progEnv, "tr": progTr, "wc": progWc,
 		"grep": progGrep, "ip": progIP, "readlink": progReadlink,
@@ -271,28 +271,33 @@ func parseList(list string) (func(int) bool, error) {
 	}, nil
 }
 
-// countArg reads head's and tail's -n N, -nN and -N.
-func countArg(c *Call) (n int, plus bool, files []string, err error) {
+// countArg reads head's and tail's -n N, -nN and -N (lines), or -c N
+// (bytes: inBytes).
+func countArg(c *Call) (n int, plus, inBytes bool, files []string, err error) {
 	args := slices.Clone(c.Args[1:])
 	for i, a := range args {
 		if len(a) > 1 && a[0] == '-' && a[1] >= '0' && a[1] <= '9' {
 			args[i] = "-n" + a[1:]
 		}
 	}
-	opts, files, err := flags(args, "qv", "n")
+	opts, files, err := flags(args, "qv", "nc")
 	if err != nil {
-		return 0, false, nil, err
+		return 0, false, false, nil, err
 	}
 	v, ok := opts['n']
+	what := "lines"
+	if b, isBytes := opts['c']; isBytes {
+		v, ok, inBytes, what = b, true, true, "bytes"
+	}
 	if !ok {
-		return 10, false, files, nil
+		return 10, false, false, files, nil
 	}
 	plus = strings.HasPrefix(v, "+")
 	n, err = strconv.Atoi(strings.TrimPrefix(v, "+"))
 	if err != nil || n < 0 {
-		return 0, false, nil, fmt.Errorf("invalid number of lines: '%s'", v)
+		return 0, false, false, nil, fmt.Errorf("invalid number of %s: '%s'", what, v)
 	}
-	return n, plus, files, nil
+	return n, plus, inBytes, files, nil
 }
 
 // writeLine prints a line, with its newline unless it had none.
@@ -304,13 +309,17 @@ func writeLine(w io.Writer, line string, last bool) {
 	io.WriteString(w, line+"\n")
 }
 
-// progHead is head [-n N | -nN | -N] [FILE…].
-func progHead(_ context.Context, c *Call) int {
-	n, _, files, err := countArg(c)
+// progHead is head [-n N | -nN | -N | -c N] [FILE…].
+func progHead(ctx context.Context, c *Call) int {
+	n, _, inBytes, files, err := countArg(c)
 	if err != nil {
 		return c.Errorf(1, "%v", err)
 	}
 	return inputs(c, files, func(_ string, r io.Reader) error {
+		if inBytes {
+			_, err := io.Copy(c.Stdout, io.LimitReader(ctxReader{ctx, r}, int64(n)))
+			return err
+		}
 		i := 0
 		return lines(r, func(line string, last bool) bool {
 			if i >= n {
@@ -323,13 +332,24 @@ func progHead(_ context.Context, c *Call) int {
 	})
 }
 
-// progTail is tail [-n N | -n +N | -N] [FILE…].
-func progTail(_ context.Context, c *Call) int {
-	n, plus, files, err := countArg(c)
+// progTail is tail [-n N | -n +N | -N | -c N | -c +N] [FILE…].
+func progTail(ctx context.Context, c *Call) int {
+	n, plus, inBytes, files, err := countArg(c)
 	if err != nil {
 		return c.Errorf(1, "%v", err)
 	}
 	return inputs(c, files, func(_ string, r io.Reader) error {
+		if inBytes {
+			data, err := io.ReadAll(ctxReader{ctx, r})
+			switch {
+			case plus:
+				data = data[min(max(n-1, 0), len(data)):]
+			default:
+				data = data[len(data)-min(n, len(data)):]
+			}
+			c.Stdout.Write(data)
+			return err
+		}
 		type ln struct {
 			s    string
 			last bool
@@ -763,6 +783,52 @@ func progTouch(_ context.Context, c *Call) int {
 		if rp, err := c.Host.resolve(c.Path(name), true); err == nil {
 			_ = c.Host.root.Chtimes(rel(rp), now, now)
 		}
+	}
+	return status
+}
+
+// progTruncate is truncate [-c] -s SIZE FILE… (SIZE in bytes): each file
+// cut or extended (with zeros) to SIZE, created unless -c.
+func progTruncate(_ context.Context, c *Call) int {
+	opts, files, err := flags(c.Args[1:], "c", "s")
+	if err != nil {
+		return c.Errorf(1, "%v", err)
+	}
+	v, ok := opts['s']
+	if !ok {
+		return c.Errorf(1, "you must specify either '--size' or '--reference'")
+	}
+	size, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || size < 0 {
+		return c.Errorf(1, "Invalid number: '%s'", v)
+	}
+	if len(files) == 0 {
+		return c.Errorf(1, "missing file operand")
+	}
+	flag := os.O_WRONLY | os.O_CREATE
+	if _, noCreate := opts['c']; noCreate {
+		flag = os.O_WRONLY
+	}
+	status := 0
+	for _, name := range files {
+		f, err := c.Open(name, flag, 0o666)
+		if errors.Is(err, fs.ErrNotExist) && flag == os.O_WRONLY {
+			continue
+		}
+		if err != nil {
+			status = c.Errorf(1, "cannot open '%s' for writing: %s", name, errText(err))
+			continue
+		}
+		t, ok := f.(interface{ Truncate(int64) error })
+		if !ok {
+			f.Close()
+			status = c.Errorf(1, "failed to truncate '%s': Invalid argument", name)
+			continue
+		}
+		if err := t.Truncate(size); err != nil {
+			status = c.Errorf(1, "failed to truncate '%s' at %d bytes: %s", name, size, errText(err))
+		}
+		f.Close()
 	}
 	return status
 }

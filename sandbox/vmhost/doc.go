@@ -104,7 +104,7 @@
 // # Programs
 //
 // Built in: sh and dash, sudo, cat, sha256sum, cut, head, tail, uname,
-// mkdir, rm, mv, cp, chmod, ln, install, touch, mktemp, dirname,
+// mkdir, rm, mv, cp, chmod, ln, install, touch, truncate, mktemp, dirname,
 // basename, sleep, id, whoami, hostname, env, tr, wc, grep, readlink,
 // kill and `ip addr`, each with the options documented on it; with
 // Options.Init, the init system's programs (above). The shell's

@@ -174,6 +174,8 @@ func TestAgainstDebian(t *testing.T) {
 	for _, cmd := range []string{
 		"cat f g", "sha256sum f g", "sha256sum < f", "cut -d: -f2 f", "cut -d' ' -f1,3 f", "cut -d: -f2- f",
 		"head -n 2 f", "head -n1 g", "head -1 f", "tail -n 2 f", "tail -n1 g", "tail -n +2 g",
+		"head -c 7 f", "tail -c 9 f", "tail -c +40 f", "tail -c 999 g", "head -c x f; echo $?",
+		"cp f h && truncate -s 5 h && cat h", "cp g i && truncate -s 9 i && wc -c < i", "truncate -c -s 1 nope; echo $?",
 		"tr a-z A-Z < f", "tr -d '\\n' < g", "tr -s x < g", "wc -l f", "wc -l < g",
 		"grep -c x g", "grep -v x g", "grep -x x g", "grep -F : f", "grep -E 'alpha|three' f", "grep -n x g", "grep -q zzz g; echo $?",
 		"grep x f g", "cat nope; echo $?", "wc -l nope; echo $?",
