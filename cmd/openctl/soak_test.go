@@ -41,7 +41,7 @@ const (
 	soakVMs           = 7
 	soakSpeed         = 8 // a clean apply of soakVMs VMs takes about 1.5 s
 	soakMaxApplies    = 5 // re-applies after the killed one
-	soakPlanTries     = 3 // plan runs when plan fails on an injected 5xx
+	soakCheckTries    = 3 // runs of a check (plan, get) that fails on an injected 5xx
 	soakTrialTimeout  = 90 * time.Second
 )
 
@@ -145,11 +145,11 @@ func TestSoakInterruptedApply(t *testing.T) {
 
 	kinds := map[string]int{}
 	var failed []*soakTrial
-	planRetried := 0
+	checkRetried := 0
 	for _, tr := range results {
 		for _, n := range tr.notes {
-			if strings.HasPrefix(n, "plan ") {
-				planRetried++
+			if strings.HasPrefix(n, "plan ") || strings.HasPrefix(n, "get ") {
+				checkRetried++
 				break
 			}
 		}
@@ -177,7 +177,7 @@ func TestSoakInterruptedApply(t *testing.T) {
 		summary = append(summary, fmt.Sprintf("%d× %s", n, k))
 	}
 	sort.Strings(summary)
-	t.Logf("soak: %d trials, %d failures (%s); plan failed on an injected 5xx and was run again in %d trials", trials, len(failed), strings.Join(summary, ", "), planRetried)
+	t.Logf("soak: %d trials, %d failures (%s); a check (plan, get) failed on an injected 5xx and was run again in %d trials", trials, len(failed), strings.Join(summary, ", "), checkRetried)
 	for _, tr := range failed {
 		var ks []string
 		for _, p := range tr.problems {
@@ -670,24 +670,33 @@ func (s *soakEnv) agentIP(ctx context.Context, vm proxmoxtest.VM) (string, error
 	return "", nil
 }
 
-// checkPlan runs plan --detailed-exitcode: it must exit 0. An exit 1 on an
-// injected 5xx is tried again (and noted): the soak is about convergence.
+// checkPlan runs plan --detailed-exitcode: it must exit 0.
 func (s *soakEnv) checkPlan(ctx context.Context, tr *soakTrial) {
+	code, out := s.runCheck(ctx, tr, s.run, "plan", "--detailed-exitcode", "-f", s.manifest)
+	tr.plan = code
+	switch code {
+	case 0:
+	case 2:
+		tr.fail("plan shows changes after a successful apply", "%s", soakPlanChanges(out))
+	default:
+		tr.fail("plan failed", "exit %d: %s", code, soakErrorLine(out))
+	}
+}
+
+// runCheck runs a check's openctl command with run, again (up to
+// soakCheckTries runs, each noted) when it exits 1 on an injected 5xx.
+// The engine retries such an error (DefaultRetryPolicy), but a read of
+// the whole fleet makes a request per VM, and each attempt is the whole
+// read: at soakFaults' 3% per request, about one read in a thousand
+// fails all its attempts and says so (TRANSIENT). The soak is about
+// convergence, which a later read shows.
+func (s *soakEnv) runCheck(ctx context.Context, tr *soakTrial, run func(context.Context, ...string) (int, string), args ...string) (int, string) {
 	for i := 1; ; i++ {
-		code, out := s.run(ctx, "plan", "--detailed-exitcode", "-f", s.manifest)
-		tr.plan = code
-		switch {
-		case code == 0:
-			return
-		case code == 1 && strings.Contains(out, "fault injection") && i < soakPlanTries:
-			tr.note("plan %d failed on an injected 5xx: %s", i, soakErrorLine(out))
-		case code == 2:
-			tr.fail("plan shows changes after a successful apply", "%s", soakPlanChanges(out))
-			return
-		default:
-			tr.fail("plan failed", "exit %d: %s", code, soakErrorLine(out))
-			return
+		code, out := run(ctx, args...)
+		if code != 1 || !strings.Contains(out, "fault injection") || i == soakCheckTries {
+			return code, out
 		}
+		tr.note("%s %d failed on an injected 5xx: %s", args[0], i, soakErrorLine(out))
 	}
 }
 
@@ -705,11 +714,11 @@ func soakPlanChanges(out string) string {
 	return strings.Join(keep, " | ")
 }
 
-// checkGet runs get vms -o json once: each manifest VM is listed once,
+// checkGet runs get vms -o json: each manifest VM is listed once,
 // and each one the simulator runs with an address shows that address. A
 // VM the simulator has stopped is already a failure of checkSimulator.
 func (s *soakEnv) checkGet(ctx context.Context, tr *soakTrial) {
-	code, out := s.runStdout(ctx, "get", "vms", "-o", "json")
+	code, out := s.runCheck(ctx, tr, s.runStdout, "get", "vms", "-o", "json")
 	if code != 0 {
 		tr.fail("get vms failed", "exit %d: %s", code, soakErrorLine(out))
 		return
