@@ -2,7 +2,7 @@
 GO ?= go
 FUZZTIME ?= 30s
 
-.PHONY: all run run-vms test clienttest vet fmt-check test-race fuzz-seeds bench fuzz examples cross test-deps standin
+.PHONY: all run run-vms test clienttest vet fmt-check test-race fuzz-seeds bench fuzz examples cross test-deps standin standin-test tools-test
 
 all: test
 
@@ -14,27 +14,51 @@ run:
 run-vms:
 	$(GO) run ./cmd/openctl apply --sandbox -f examples/vms.yaml
 
-## test: everything CI runs — formatting, vet, the race-enabled suite (fuzz seed corpora included), the nested bench module's build, the k3s stand-in, kubelite's client tests
-test: test-deps fmt-check vet standin test-race clienttest examples cross
+## test: everything CI runs — formatting, vet, the race-enabled suite (fuzz seed corpora included), the nested bench module's build, the k3s stand-in, kubelite's client tests — then a table of wall time per step, per test package and the ten slowest tests
+# Every step runs even after one fails (one run shows every broken step);
+# test exits 1 if any failed. Steps that run tests write their go test
+# -json stream to $(REPORT)/STEP.json (gotestsum, pinned in tools/go.mod,
+# prints go test's usual output meanwhile); tools/suitereport reads them.
+TEST_STEPS := test-deps fmt-check vet tools-test standin standin-test test-race clienttest examples cross
+REPORT := $(CURDIR)/.suite
+GOTESTSUM = $(GO) tool -modfile=$(CURDIR)/tools/go.mod gotestsum --format standard-quiet --jsonfile $(REPORT)/$@.json --
+test:
+	@rm -rf $(REPORT) && mkdir -p $(REPORT); status=0; \
+	for step in $(TEST_STEPS); do \
+	  start=$$(date +%s.%N); \
+	  if $(MAKE) --no-print-directory $$step; then result=ok; else result=FAIL; status=1; fi; \
+	  awk -v s=$$step -v a=$$start -v b=$$(date +%s.%N) -v r=$$result 'BEGIN { printf "%s\t%.1f\t%s\n", s, b - a, r }' >> $(REPORT)/steps.tsv; \
+	done; \
+	cd tools && $(GO) run ./suitereport $(REPORT) || status=1; \
+	exit $$status
+
+# tools-test: the suite's own tooling (tools/, a nested module).
+tools-test:
+	@mkdir -p $(REPORT)
+	cd tools && $(GO) vet ./... && $(GOTESTSUM) -count=1 ./...
 
 # kubelite's tests with client-go's informers and leader election and the
 # real kubectl run in process: a nested module, so that the library's
 # go.mod does not gain kubectl's command tree.
 clienttest:
-	cd sandbox/kubelite/clienttest && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+	@mkdir -p $(REPORT)
+	cd sandbox/kubelite/clienttest && $(GO) vet ./... && $(GOTESTSUM) -race -count=1 ./...
 
 # The k3s stand-in (k3s/k3stest/standin, a nested module on the real
 # kube-apiserver and etcd): built once into bin/ (the Go build cache makes
 # a rebuild seconds; a cold build is ≈ 8 min and 2.5 GB on 2 cores), then
-# its own tests run against that binary. Tests find it through
-# K3S_STANDIN_BINARY.
+# (standin-test) its own tests run against that binary. Tests find it
+# through K3S_STANDIN_BINARY.
 STANDIN_BIN := $(CURDIR)/bin/k3s-standin
 export K3S_STANDIN_BINARY := $(STANDIN_BIN)
 # CGO_ENABLED=0 for all three, so that vet and the test reuse the build's
 # compiled packages instead of compiling Kubernetes again.
 standin:
 	cd k3s/k3stest/standin && CGO_ENABLED=0 $(GO) build -o $(STANDIN_BIN) ./cmd/k3s
-	cd k3s/k3stest/standin && CGO_ENABLED=0 $(GO) vet ./... && CGO_ENABLED=0 $(GO) test -count=1 ./...
+standin-test:
+	@test -x $(STANDIN_BIN) || $(MAKE) --no-print-directory standin
+	@mkdir -p $(REPORT)
+	cd k3s/k3stest/standin && CGO_ENABLED=0 $(GO) vet ./... && CGO_ENABLED=0 $(GOTESTSUM) -count=1 ./...
 
 # test-deps: the K3s test hosts (k3s/k3stest) run Debian's real sshd and sudo.
 # As root, installs openssh-server and sudo when missing (apt-get update first);
@@ -56,7 +80,8 @@ vet:
 
 # go test runs every Fuzz target's seed corpus (f.Add and testdata/fuzz) as ordinary tests.
 test-race:
-	$(GO) test -race -count=1 -timeout 25m ./...
+	@mkdir -p $(REPORT)
+	$(GOTESTSUM) -race -count=1 -timeout 25m ./...
 
 examples:
 	$(GO) build -o /dev/null ./examples/...
