@@ -88,6 +88,23 @@ func (p *Provider) removeFromCluster(ctx context.Context, name string, prior *ma
 	return nil
 }
 
+// forgetNode deletes node name's Node again if it is back in the API
+// once k3s is uninstalled from its host: until k3s stopped there, its
+// kubelet may have registered the Node anew after removeFromCluster
+// deleted it, and a deleted node must not stay listed (NotReady for
+// ever). Like removeFromCluster, it does nothing when no other server of
+// the cluster answers.
+func (p *Provider) forgetNode(ctx context.Context, name string, prior *manifest.Resource) error {
+	api, err := p.otherServerAPI(ctx, name, prior)
+	if err != nil || api == nil {
+		return err
+	}
+	if err := api.Kubernetes().CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return errcode.Wrap(errcode.Transient, fmt.Sprintf("k3s: node %s: deleting its Node, registered again before k3s stopped", name), err)
+	}
+	return nil
+}
+
 // cordonAndDrain cordons node and drains it under policy (nil: the
 // safe defaults). A drain that cannot finish — a PodDisruptionBudget, an
 // unmanaged pod without force — names the pods in its error.

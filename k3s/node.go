@@ -578,7 +578,13 @@ func (p *Provider) deleteNode(ctx context.Context, id manifest.ID) error {
 	}
 	registry.ReportStep(ctx, "uninstalling k3s")
 	_, err = h.Run(ctx, remote.Command{Step: "uninstall k3s", Script: "set -- " + service(loc.Role) + "\n" + uninstallScript})
-	return p.nodeErr(id.Name, "uninstall", err)
+	if err != nil {
+		return p.nodeErr(id.Name, "uninstall", err)
+	}
+	if !registry.Cascade(ctx) {
+		return p.forgetNode(ctx, id.Name, registry.Prior(ctx))
+	}
+	return nil
 }
 
 // nodeErr names the node and the step in err (nil stays nil).

@@ -2,7 +2,9 @@ package k3s_test
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,7 +18,8 @@ import (
 
 // A Node applied on its own joins the only cluster openctl knows, and
 // deleted on its own leaves it properly: drained, its Node deleted from
-// the API, k3s uninstalled — the cluster keeps running.
+// the API (again, if its kubelet registered it anew before k3s stopped),
+// k3s uninstalled — the cluster keeps running.
 func TestNodeJoinsAndLeaves(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -42,8 +45,24 @@ func TestNodeJoinsAndLeaves(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "1/1", f.Resource.Status["readyNodes"], "the cluster lists its own nodes")
 
+	// Until k3s stops on its host, the node's kubelet may register its
+	// Node again after the provider deleted it (the stand-in's does at
+	// its next status update, within 10 s): the hook holds the uninstall
+	// until it has, and the delete must still leave no Node behind.
+	var registeredAgain atomic.Bool
+	e.setHook(func(host, step string) {
+		if step != "uninstall k3s" || host != hs[1].SSHAddr() {
+			return
+		}
+		registeredAgain.Store(assert.Eventually(t, func() bool {
+			_, err := hs[0].Run(ctx, "k3s", "kubectl", "get", "node", "extra")
+			return err == nil
+		}, 30*time.Second, 200*time.Millisecond, "the kubelet registers its deleted Node again"))
+	})
 	rep, err = e.engine.Delete(ctx, node.ID())
+	e.setHook(nil)
 	require.NoError(t, err)
+	require.True(t, registeredAgain.Load(), "the uninstall waited for the Node to be back")
 	assert.Equal(t, openctl.OutcomeDeleted, rep.Results[0].Outcome)
 	out, err = hs[0].Run(ctx, "k3s", "kubectl", "get", "nodes", "--no-headers")
 	require.NoError(t, err)
