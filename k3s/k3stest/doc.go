@@ -78,7 +78,10 @@
 // StateDir/n<N>/owner.lock for as long as its test binary lives, and pid 1
 // of every host has PR_SET_PDEATHSIG=SIGKILL. NewNetwork first removes
 // every network whose lock is free (a killed test binary's), and any
-// octk namespace or link no live network owns.
+// octk namespace or link no live network owns. Networks are created and
+// removed whole under one machine-wide lock (StateDir/lock), so that test
+// binaries running at once never take a network being removed for a
+// dead one, nor its id while its links still exist.
 //
 // Everything here is safe for concurrent use; hosts may be added and
 // powered in parallel.

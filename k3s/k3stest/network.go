@@ -131,7 +131,12 @@ func NewNetwork(tb testing.TB) *Network {
 	return n
 }
 
-func newNetwork(ctx context.Context) (*Network, error) {
+// lockState takes StateDir/lock, the machine-wide lock under which every
+// test binary creates and removes networks: a network is created whole
+// (its directory and its locked owner.lock) and removed whole under it,
+// so removeStale never sees one half made or half removed. unlock
+// releases it.
+func lockState() (unlock func(), err error) {
 	if err := os.MkdirAll(StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("k3stest: %w", err)
 	}
@@ -139,10 +144,19 @@ func newNetwork(ctx context.Context) (*Network, error) {
 	if err != nil {
 		return nil, fmt.Errorf("k3stest: %w", err)
 	}
-	defer global.Close()
 	if err := unix.Flock(int(global.Fd()), unix.LOCK_EX); err != nil {
+		global.Close()
 		return nil, fmt.Errorf("k3stest: lock: %w", err)
 	}
+	return func() { global.Close() }, nil
+}
+
+func newNetwork(ctx context.Context) (*Network, error) {
+	unlock, err := lockState()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	live, err := removeStale(ctx)
 	if err != nil {
 		return nil, err
@@ -173,7 +187,8 @@ func newNetwork(ctx context.Context) (*Network, error) {
 	}
 	fmt.Fprintf(n.lock, "pid %d\n", os.Getpid())
 	fail := func(err error) (*Network, error) {
-		_ = n.Close()
+		n.close = true
+		_ = n.remove(ctx) // no host yet; the state lock is held
 		return nil, err
 	}
 	gw := n.Gateway().String() + "/24"
@@ -237,13 +252,23 @@ func (n *Network) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	if err := removeNetwork(ctx, n.id, n.dir); err != nil {
-		errs = append(errs, err)
+	unlock, err := lockState()
+	if err != nil {
+		return errors.Join(append(errs, err)...)
 	}
+	defer unlock()
+	return errors.Join(append(errs, n.remove(ctx))...)
+}
+
+// remove removes the network's namespaces, links and state directory,
+// then lets its owner.lock go. Call with the state lock held (lockState):
+// until it is released, no other test binary takes the network's id.
+func (n *Network) remove(ctx context.Context) error {
+	err := removeNetwork(ctx, n.id, n.dir)
 	if n.lock != nil {
 		n.lock.Close()
 	}
-	return errors.Join(errs...)
+	return err
 }
 
 var netDirRE = regexp.MustCompile(`^n([0-9]+)$`)
@@ -265,16 +290,22 @@ func removeStale(ctx context.Context) (map[int]bool, error) {
 		}
 		id, _ := strconv.Atoi(m[1])
 		dir := filepath.Join(StateDir, e.Name())
-		f, err := os.OpenFile(filepath.Join(dir, "owner.lock"), os.O_RDWR|os.O_CREATE, 0o600)
-		if err != nil {
+		// Never created here: under the state lock, a network without
+		// owner.lock is one whose test binary died while making or
+		// removing it.
+		f, err := os.OpenFile(filepath.Join(dir, "owner.lock"), os.O_RDWR, 0)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
 			errs = append(errs, err)
 			continue
-		}
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		f.Close() // releases the lock we may have taken
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			live[id] = true
-			continue
+		default:
+			err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+			f.Close() // releases the lock we may have taken
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				live[id] = true
+				continue
+			}
 		}
 		if err := removeNetwork(ctx, id, dir); err != nil {
 			errs = append(errs, err)
