@@ -80,6 +80,8 @@ type diffSide struct {
 	dump func()
 	// hostKeys fills norm's host keys once the VMs run.
 	hostKeys func(ctx context.Context) (map[string]ssh.PublicKey, error)
+	// srv is the side's Proxmox VE simulator.
+	srv *proxmoxtest.Server
 }
 
 // TestDifferential runs the scenario on the sandbox and, where they can
@@ -200,7 +202,7 @@ func newSandboxSide(t *testing.T) *diffSide {
 		}
 	})
 	return &diffSide{
-		dump: dump,
+		dump: dump, srv: srv,
 		name: "sandbox", engine: e, store: st, pool: p.Pool(), cluster: c,
 		extra:     diffExtraNode(lan(60).String()),
 		extraSSH:  net.JoinHostPort(w.MapAddress(lan(60)).String(), fmt.Sprint(h.SSHPort)),
@@ -272,7 +274,7 @@ func newRealSide(t *testing.T) *diffSide {
 		}
 	})
 	return &diffSide{
-		name: "real", engine: e.engine, store: e.store, pool: e.prov.Pool(), cluster: c,
+		name: "real", engine: e.engine, store: e.store, pool: e.prov.Pool(), cluster: c, srv: srv,
 		extra:     diffExtraNode(netip.AddrFrom4(extra).String()),
 		extraSSH:  net.JoinHostPort(netip.AddrFrom4(extra).String(), "22"),
 		takeSteps: e.takeSteps, norm: n,
@@ -469,6 +471,7 @@ func runDiffScenario(t *testing.T, s *diffSide, out *[]diffStep) {
 	// Normalized again, now that the host keys are known.
 	(*out)[0] = renormalize(t, s, (*out)[0])
 	assert.Equal(t, 11, countOutcome((*out)[0], openctl.OutcomeCreated), "5 VMs, 5 nodes, the cluster: %v", (*out)[0].Results)
+	checkCreated(t, s, (*out)[0])
 
 	// 2. No-op re-apply.
 	st = step("re-apply", func() (*openctl.Report, error) { return s.engine.Apply(ctx, c) })
@@ -508,6 +511,44 @@ func runDiffScenario(t *testing.T, s *diffSide, out *[]diffStep) {
 	st = step("delete", func() (*openctl.Report, error) { return s.engine.Delete(ctx, c.ID()) })
 	require.Empty(t, st.Err, "delete")
 	assert.Equal(t, 9, countOutcome(*st, openctl.OutcomeDeleted), "4 VMs, 4 nodes, the cluster: %v", st.Results)
+	assert.Empty(t, guestVMs(s.srv), "every VM destroyed")
+	for id, v := range st.Statuses {
+		assert.Regexp(t, `^error: NOT_FOUND: `, v, "%s: neither live nor recorded", id)
+	}
+}
+
+// guestVMs returns the simulator's VMs that are not templates.
+func guestVMs(srv *proxmoxtest.Server) []proxmoxtest.VM {
+	return slices.DeleteFunc(srv.VMs(), func(v proxmoxtest.VM) bool { return v.Template })
+}
+
+// checkCreated checks what must hold on every side once the example is
+// created: each control plane on its own Proxmox VE node, every VM tagged
+// as the example says, the cluster Ready with every node, its endpoint
+// the VIP, and every Node Ready at its own VM's address.
+func checkCreated(t *testing.T, s *diffSide, st diffStep) {
+	t.Helper()
+	onNode := map[string]string{}
+	for _, v := range guestVMs(s.srv) {
+		onNode[v.Config["name"]] = v.Node
+		assert.Equal(t, "dev;k3s;openctl", v.Config["tags"], v.Config["name"])
+	}
+	require.Len(t, onNode, 5, "%v", onNode)
+	assert.ElementsMatch(t, []string{"pve1", "pve2", "pve3"}, []string{onNode["dev-cp-0"], onNode["dev-cp-1"], onNode["dev-cp-2"]})
+
+	c, ok := st.Statuses[s.cluster.ID().String()].(map[string]any)
+	require.True(t, ok, "the cluster's status: %v", st.Statuses[s.cluster.ID().String()])
+	assert.Equal(t, k3s.PhaseReady, c["phase"])
+	assert.Equal(t, "5/5", c["readyNodes"])
+	assert.Equal(t, "https://<vip>:6443", c["endpoint"])
+	for _, name := range diffNodes {
+		id := manifest.ID{APIVersion: k3s.APIVersion, Kind: k3s.KindNode, Name: name}
+		n, ok := st.Statuses[id.String()].(map[string]any)
+		if assert.True(t, ok, "%s's status: %v", name, st.Statuses[id.String()]) {
+			assert.Equal(t, k3s.PhaseReady, n["phase"], name)
+			assert.Equal(t, "<"+name+">", n["address"], name)
+		}
+	}
 }
 
 // placement replaces the Proxmox node of a worker's VM with
