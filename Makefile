@@ -32,16 +32,20 @@ test:
 	cd tools && $(GO) run ./suitereport $(REPORT) || status=1; \
 	exit $$status
 
+# The steps that run tests write into $(REPORT) (order-only: its date
+# does not matter).
+tools-test clienttest standin-test test-race: | $(REPORT)
+$(REPORT):
+	@mkdir -p $@
+
 # tools-test: the suite's own tooling (tools/, a nested module).
 tools-test:
-	@mkdir -p $(REPORT)
 	cd tools && $(GO) vet ./... && $(GOTESTSUM) -count=1 ./...
 
 # kubelite's tests with client-go's informers and leader election and the
 # real kubectl run in process: a nested module, so that the library's
 # go.mod does not gain kubectl's command tree.
 clienttest:
-	@mkdir -p $(REPORT)
 	cd sandbox/kubelite/clienttest && $(GO) vet ./... && $(GOTESTSUM) -race -count=1 ./...
 
 # The k3s stand-in (k3s/k3stest/standin, a nested module on the real
@@ -59,7 +63,6 @@ standin:
 	cd k3s/k3stest/standin && CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o $(STANDIN_BIN) ./cmd/k3s
 standin-test:
 	@test -x $(STANDIN_BIN) || $(MAKE) --no-print-directory standin
-	@mkdir -p $(REPORT)
 	cd k3s/k3stest/standin && CGO_ENABLED=0 $(GO) vet ./... && CGO_ENABLED=0 $(GOTESTSUM) -count=1 ./...
 
 # test-deps: the K3s test hosts (k3s/k3stest) run Debian's real sshd and sudo.
@@ -85,7 +88,6 @@ vet:
 # their time waiting on services; at the default (GOMAXPROCS, 2) the k3s
 # package alone took > 600 s, at 8 it takes ≈ 520 s with the CPUs busy.
 test-race:
-	@mkdir -p $(REPORT)
 	$(GOTESTSUM) -race -count=1 -parallel 8 -timeout 25m ./...
 
 examples:

@@ -82,8 +82,14 @@ func (p *Provider) removeFromCluster(ctx context.Context, name string, prior *ma
 		return errcode.New(errcode.Conflict, fmt.Sprintf("k3s: node %s: %v: it stays, cordoned; nothing after it is removed", name, err))
 	}
 	registry.ReportStep(ctx, "deleting "+name+" from the API")
+	return deleteNodeObject(ctx, cs, name, "deleting its Node")
+}
+
+// deleteNodeObject deletes node name's Node from the API; one already
+// gone is no error, any other failure is Transient, saying what was done.
+func deleteNodeObject(ctx context.Context, cs kubernetes.Interface, name, doing string) error {
 	if err := cs.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return errcode.Wrap(errcode.Transient, fmt.Sprintf("k3s: node %s: deleting its Node", name), err)
+		return errcode.Wrap(errcode.Transient, fmt.Sprintf("k3s: node %s: %s", name, doing), err)
 	}
 	return nil
 }
@@ -99,10 +105,7 @@ func (p *Provider) forgetNode(ctx context.Context, name string, prior *manifest.
 	if err != nil || api == nil {
 		return err
 	}
-	if err := api.Kubernetes().CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return errcode.Wrap(errcode.Transient, fmt.Sprintf("k3s: node %s: deleting its Node, registered again before k3s stopped", name), err)
-	}
-	return nil
+	return deleteNodeObject(ctx, api.Kubernetes(), name, "deleting its Node, registered again before k3s stopped")
 }
 
 // cordonAndDrain cordons node and drains it under policy (nil: the

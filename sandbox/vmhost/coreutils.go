@@ -149,6 +149,24 @@ func progCat(ctx context.Context, c *Call) int {
 	})
 }
 
+// regularSize returns the size of r when it is a regular file of the
+// host (a file operand, or a redirection), which can also seek: wc -c and
+// tail -c then need not read it whole, as coreutils do not.
+func regularSize(r io.Reader) (int64, bool) {
+	f, ok := r.(interface {
+		io.Seeker
+		Stat() (fs.FileInfo, error)
+	})
+	if !ok {
+		return 0, false
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return 0, false
+	}
+	return fi.Size(), true
+}
+
 // ctxReader stops reading once ctx ends.
 type ctxReader struct {
 	ctx context.Context
@@ -340,6 +358,13 @@ func progTail(ctx context.Context, c *Call) int {
 	}
 	return inputs(c, files, func(_ string, r io.Reader) error {
 		if inBytes {
+			if size, isFile := regularSize(r); isFile && !plus {
+				if _, err := r.(io.Seeker).Seek(max(size-int64(n), 0), io.SeekStart); err != nil {
+					return err
+				}
+				_, err := io.Copy(c.Stdout, ctxReader{ctx, r})
+				return err
+			}
 			data, err := io.ReadAll(ctxReader{ctx, r})
 			switch {
 			case plus:

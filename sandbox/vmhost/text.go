@@ -131,10 +131,16 @@ func progWc(ctx context.Context, c *Call) int {
 		opts = map[byte]string{'l': "1", 'w': "1", 'c': "1"}
 	}
 	single := len(opts) == 1 && len(files) <= 1
+	bytesOnly := opts['l'] == "" && opts['w'] == ""
 	return inputs(c, files, func(name string, r io.Reader) error {
-		data, err := io.ReadAll(ctxReader{ctx, r})
-		if err != nil {
-			return err
+		var data []byte
+		size, isFile := regularSize(r)
+		if !bytesOnly || !isFile {
+			var err error
+			if data, err = io.ReadAll(ctxReader{ctx, r}); err != nil {
+				return err
+			}
+			size = int64(len(data))
 		}
 		var out []string
 		if opts['l'] != "" {
@@ -144,7 +150,7 @@ func progWc(ctx context.Context, c *Call) int {
 			out = append(out, fmt.Sprint(len(strings.Fields(string(data)))))
 		}
 		if opts['c'] != "" || opts['m'] != "" {
-			out = append(out, fmt.Sprint(len(data)))
+			out = append(out, fmt.Sprint(size))
 		}
 		if !single {
 			for i, s := range out {
