@@ -180,10 +180,17 @@ func (e *Engine) deleteOne(ctx context.Context, n *node, p *progress) error {
 	}
 	// A resource that is already gone is reported as unchanged, not as
 	// deleted: nothing was deleted. A recorded resource with children is
-	// deleted regardless: its children went first, and with them, for
-	// some composites (a K3s cluster), everything a Get could find of it.
+	// deleted without reading it first: its children went first, and with
+	// them, for some composites (a K3s cluster), everything a Get could
+	// find of it — the hosts it would read may be gone too, each read
+	// waiting out a timeout.
 	outcome := OutcomeDeleted
-	if _, err := e.get(ctx, n, "delete"); errcode.Is(err, errcode.NotFound) && !(n.recorded && len(n.children) > 0) {
+	gone := false
+	if !n.recorded || len(n.children) == 0 {
+		_, err := e.get(ctx, n, "delete")
+		gone = errcode.Is(err, errcode.NotFound)
+	}
+	if gone {
 		outcome = OutcomeUnchanged
 		e.log.Info("already absent", "resource", id.String())
 	} else {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -115,9 +116,12 @@ func cordonAndDrain(ctx context.Context, cs kubernetes.Interface, node *corev1.N
 	registry.ReportStep(ctx, "draining "+node.Name)
 	var log strings.Builder
 	h := &drain.Helper{
-		Ctx: ctx, Client: cs,
+		Ctx: ctx, Client: cs, Out: io.Discard, ErrOut: &log,
 		GracePeriodSeconds: -1, IgnoreAllDaemonSets: true, Timeout: policy.timeout(),
-		Out: io.Discard, ErrOut: &log,
+		// kubectl drain's pause before asking again for an eviction a
+		// disruption budget refused (the helper's zero value asks in a
+		// tight loop).
+		EvictErrorRetryDelay: 5 * time.Second,
 	}
 	if policy != nil {
 		if policy.GracePeriod != nil {

@@ -46,11 +46,27 @@ func Client(data []byte) (*Cluster, error) {
 	// A library prints nothing: the server's deprecation warnings would
 	// otherwise go to klog's stderr.
 	rc.WarningHandler = rest.NoWarnings{}
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return evictionNoWait{rt} })
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Invalid, "kubeconfig: client", err)
 	}
 	return &Cluster{server: rc.Host, client: cs}, nil
+}
+
+// evictionNoWait drops the Retry-After of an eviction refused with 429
+// (a PodDisruptionBudget forbids it), so that the refusal reaches the
+// caller at once. client-go would otherwise wait the server's Retry-After
+// (10 s) and ask again, up to ten times inside the one call: far past a
+// drain's timeout, and without the refusal ever being seen.
+type evictionNoWait struct{ next http.RoundTripper }
+
+func (e evictionNoWait) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := e.next.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusTooManyRequests && req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/eviction") {
+		resp.Header.Del("Retry-After")
+	}
+	return resp, err
 }
 
 // Server returns the API server's URL, as the kubeconfig gives it.

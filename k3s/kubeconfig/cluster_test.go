@@ -24,6 +24,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -37,6 +39,9 @@ type fakeAPI struct {
 	*httptest.Server
 	readyz atomic.Value // func(http.ResponseWriter, *http.Request)
 	nodes  []corev1.Node
+	// evictions counts the eviction requests for pod default/bare, which
+	// are refused as a disruption budget refuses them.
+	evictions atomic.Int32
 }
 
 func newFakeAPI(t *testing.T, nodes ...corev1.Node) *fakeAPI {
@@ -47,6 +52,17 @@ func newFakeAPI(t *testing.T, nodes ...corev1.Node) *fakeAPI {
 		switch r.URL.Path {
 		case "/readyz":
 			f.readyz.Load().(func(http.ResponseWriter, *http.Request))(w, r)
+		case "/api/v1/namespaces/default/pods/bare/eviction":
+			// As kube-apiserver refuses an eviction a PodDisruptionBudget
+			// forbids.
+			f.evictions.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", "10")
+			w.WriteHeader(http.StatusTooManyRequests)
+			json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+				Code: http.StatusTooManyRequests, Reason: metav1.StatusReasonTooManyRequests,
+				Message: "Cannot evict pod as it would violate the pod's disruption budget.",
+				Details: &metav1.StatusDetails{RetryAfterSeconds: 10}})
 		case "/api/v1/nodes":
 			list := corev1.NodeList{TypeMeta: metav1.TypeMeta{Kind: "NodeList", APIVersion: "v1"}, Items: f.nodes}
 			w.Header().Set("Content-Type", "application/json")
@@ -253,6 +269,20 @@ func TestNodes(t *testing.T) {
 			Taints: []string{"node-role.kubernetes.io/control-plane:NoSchedule", "CriticalAddonsOnly=true:NoExecute"},
 		},
 	}, nodes)
+}
+
+// TestEvictionRefusalIsNotWaitedOut: an eviction a disruption budget
+// refuses comes back after one request, for the drain to see and retry on
+// its own schedule; client-go alone would wait the Retry-After (10 s) and
+// ask again, ten times within the one call.
+func TestEvictionRefusalIsNotWaitedOut(t *testing.T) {
+	f := newFakeAPI(t)
+	err := f.client(t).Kubernetes().PolicyV1().Evictions("default").Evict(testContext(t),
+		&policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: "default"}})
+	require.Error(t, err)
+	assert.True(t, apierrors.IsTooManyRequests(err), "%v", err)
+	assert.Contains(t, err.Error(), "disruption budget")
+	assert.Equal(t, int32(1), f.evictions.Load(), "one request, no retry inside the call")
 }
 
 func TestClientRefuses(t *testing.T) {

@@ -6,7 +6,8 @@
 //	suitereport DIR
 //
 // DIR holds what the Makefile's steps left there: steps.tsv, one line
-// per step run ("NAME<TAB>SECONDS<TAB>ok|FAIL"), and one `go test -json`
+// per step run ("NAME<TAB>START<TAB>SECONDS<TAB>ok|FAIL", START counted
+// from the suite's start: steps may run at once), and one `go test -json`
 // event stream per step that ran tests (gotestsum's --jsonfile), named
 // STEP.json. It exits 1 when a step failed or a test failed.
 package main
@@ -65,12 +66,12 @@ func load(dir string) (*suite, error) {
 // print writes the tables and the closing line.
 func (s *suite) print(w io.Writer) {
 	var total float64
-	fmt.Fprintf(w, "\n== make test: wall time per step ==\n")
+	fmt.Fprintf(w, "\n== make test: wall time per step (started at, took) ==\n")
 	for _, st := range s.steps {
-		fmt.Fprintf(w, "  %-14s %9s  %s\n", st.name, seconds(st.secs), st.result)
-		total += st.secs
+		fmt.Fprintf(w, "  %-14s %9s %9s  %s\n", st.name, "+"+seconds(st.start), seconds(st.secs), st.result)
+		total = max(total, st.start+st.secs)
 	}
-	fmt.Fprintf(w, "  %-14s %9s\n", "total", seconds(total))
+	fmt.Fprintf(w, "  %-14s %9s %9s\n", "total", "", seconds(total))
 
 	if pkgs := s.byTime(); len(pkgs) > 0 {
 		fmt.Fprintf(w, "\n== test packages: wall time of each test binary (several run at once) ==\n")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +23,7 @@ type suite struct {
 // step is one line of steps.tsv.
 type step struct {
 	name   string
+	start  float64 // seconds after the suite started
 	secs   float64
 	result string // "ok" or "FAIL"
 }
@@ -54,14 +56,18 @@ func (s *suite) readSteps(text string) error {
 			continue
 		}
 		f := strings.Split(line, "\t")
-		if len(f) != 3 {
-			return fmt.Errorf("line %d: want NAME<TAB>SECONDS<TAB>RESULT, got %q", i+1, line)
+		if len(f) != 4 {
+			return fmt.Errorf("line %d: want NAME<TAB>START<TAB>SECONDS<TAB>RESULT, got %q", i+1, line)
 		}
-		secs, err := strconv.ParseFloat(f[1], 64)
-		if err != nil || secs < 0 {
-			return fmt.Errorf("line %d: seconds %q is not a duration", i+1, f[1])
+		var n [2]float64
+		for j, v := range f[1:3] {
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(x >= 0) || math.IsInf(x, 0) { // NaN too
+				return fmt.Errorf("line %d: %q is not a number of seconds", i+1, v)
+			}
+			n[j] = x
 		}
-		s.steps = append(s.steps, step{name: f[0], secs: secs, result: f[2]})
+		s.steps = append(s.steps, step{name: f[0], start: n[0], secs: n[1], result: f[3]})
 	}
 	return nil
 }

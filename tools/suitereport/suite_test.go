@@ -40,17 +40,18 @@ func writeDir(t *testing.T, steps string, files map[string]string) string {
 }
 
 func TestReport(t *testing.T) {
-	dir := writeDir(t, "vet\t12.25\tok\nstandin\t100\tok\ntest-race\t40\tFAIL\n",
-		map[string]string{"test-race.json": raceJSON, "standin.json": standinJSON})
+	// standin-test and test-race ran at once.
+	dir := writeDir(t, "vet\t0.5\t12.25\tok\nstandin-test\t12.8\t100\tok\ntest-race\t12.8\t140\tFAIL\n",
+		map[string]string{"test-race.json": raceJSON, "standin-test.json": standinJSON})
 	s, err := load(dir)
 	require.NoError(t, err)
 	var out bytes.Buffer
 	s.print(&out)
 	got := out.String()
 
-	assert.Contains(t, got, "  vet                12.2s  ok\n")
-	assert.Contains(t, got, "  test-race          40.0s  FAIL\n")
-	assert.Contains(t, got, "  total             152.2s\n")
+	assert.Contains(t, got, "  vet                +0.5s     12.2s  ok\n")
+	assert.Contains(t, got, "  test-race         +12.8s    140.0s  FAIL\n")
+	assert.Contains(t, got, "  total                       152.8s\n", "from the first start to the last end")
 	// Packages slowest first, across steps; one without tests is left out.
 	i, j, k := strings.Index(got, "example.com/standin"), strings.Index(got, "     31.5s  ok    test-race  example.com/a"), strings.Index(got, "      4.5s  FAIL  test-race  example.com/b")
 	assert.True(t, i >= 0 && j > i && k > j, "packages by time:\n%s", got)
@@ -65,7 +66,7 @@ func TestReport(t *testing.T) {
 }
 
 func TestReportAllPassed(t *testing.T) {
-	s, err := load(writeDir(t, "standin\t100\tok\n", map[string]string{"standin.json": standinJSON}))
+	s, err := load(writeDir(t, "standin-test\t0\t100\tok\n", map[string]string{"standin-test.json": standinJSON}))
 	require.NoError(t, err)
 	assert.True(t, s.ok())
 	var out bytes.Buffer
@@ -74,7 +75,7 @@ func TestReportAllPassed(t *testing.T) {
 }
 
 func TestReportBadSteps(t *testing.T) {
-	for _, steps := range []string{"vet 12 ok\n", "vet\tsoon\tok\n", "vet\t-1\tok\n"} {
+	for _, steps := range []string{"vet 0 12 ok\n", "vet\t12\tok\n", "vet\t0\tsoon\tok\n", "vet\t0\t-1\tok\n", "vet\tInf\t1\tok\n", "vet\t0\tNaN\tok\n"} {
 		_, err := load(writeDir(t, steps, nil))
 		assert.ErrorContains(t, err, "steps.tsv: line 1", "%q", steps)
 	}
@@ -83,8 +84,8 @@ func TestReportBadSteps(t *testing.T) {
 }
 
 func FuzzRead(f *testing.F) {
-	f.Add("vet\t1\tok\n", raceJSON)
-	f.Add("a\tb\tc\n\n", standinJSON)
+	f.Add("vet\t0\t1\tok\n", raceJSON)
+	f.Add("a\tb\tc\td\n\n", standinJSON)
 	f.Fuzz(func(t *testing.T, steps, events string) {
 		s := &suite{}
 		if s.readSteps(steps) != nil {

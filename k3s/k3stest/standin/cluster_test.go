@@ -460,6 +460,16 @@ spec: {nodeName: agent-1, containers: [{name: c, image: busybox}]}
 		return err == nil && renewed.After(gone)
 	}, "get", "lease", "-n", "kube-node-lease", "agent-2", "-o", "jsonpath={.spec.renewTime}")
 	assert.Contains(t, a2.logs.String(), "Load balancer k3s-agent-load-balancer now uses server ")
+
+	// The last server of a cluster that lost its quorum still stops
+	// promptly on SIGTERM (it waited 40 s, its watches spinning on
+	// "etcdserver: no leader", before the waits were bounded).
+	require.NoError(t, s2b.cmd.Process.Signal(syscall.SIGTERM))
+	code2, _ = s2b.waitExit(t, time.Minute)
+	assert.Equal(t, 0, code2)
+	require.NoError(t, s1.cmd.Process.Signal(syscall.SIGTERM))
+	code1, log1 := s1.waitExit(t, 20*time.Second)
+	assert.Equal(t, 0, code1, "%s", tail(log1, 4000))
 }
 
 // TestParallelJoinAndAgentToken: a second server joining while the first

@@ -238,8 +238,8 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 		stopVIP()
 		select {
 		case <-vipDone:
-		case <-time.After(10 * time.Second):
-			log.Warn("kube-vip emulation did not stop within 10s")
+		case <-time.After(shutdownWait):
+			log.Warn("kube-vip emulation did not stop within " + shutdownWait.String())
 		}
 	}
 	defer stopKubeVIP()
@@ -254,8 +254,8 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 			stopAPI()
 			select {
 			case <-apiDone:
-			case <-time.After(30 * time.Second):
-				log.Warn("kube-apiserver did not stop within 30s")
+			case <-time.After(shutdownWait):
+				log.Warn("kube-apiserver did not stop within " + shutdownWait.String())
 			}
 			return ctx.Err()
 		case err := <-apiDone:
@@ -274,6 +274,14 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 		}
 	}
 }
+
+// shutdownWait bounds each wait of a stopping server: for kube-vip to
+// release its Lease, then for kube-apiserver to stop. Both take
+// milliseconds while etcd has a quorum; without one (the other servers
+// gone) they cannot finish, and the apiserver's watches retry "etcdserver:
+// no leader" in a tight loop meanwhile, so the server exits after the
+// bound instead, as k3s exits on SIGTERM without draining its apiserver.
+const shutdownWait = 3 * time.Second
 
 // errEtcdStopped: etcd stops its member when the member is removed from
 // the cluster (and refuses it on every later start until its data dir is
