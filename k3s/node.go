@@ -328,24 +328,39 @@ func (p *Provider) waitReady(ctx context.Context, h *remote.Host, name string, l
 			return nil, p.nodeErr(name, "read the cluster's kubeconfig", err)
 		}
 	}
+	// The first read is a whole one: a node that is already Ready (a
+	// no-op apply) costs one command. While it is not, the polls read
+	// less — no k3s --version, no files, and for a joining node, whose
+	// readiness this checks in the cluster's API, no kubectl on the node
+	// either — and a whole read follows the poll that finds it Ready.
 	b := backoff.Policy{Initial: 200 * time.Millisecond, Max: 3 * time.Second, Jitter: 0.1}.Start()
+	poll := readPoll
+	if api != nil {
+		poll = readService
+	}
+	read := readWhole
 	for {
-		st, err := p.nodeStatus(wctx, h, name, loc)
+		st, err := p.readNode(wctx, h, name, loc, read)
 		why := ""
 		switch {
 		case err != nil:
 			why = err.Error()
 		case st["phase"] != PhaseReady:
 			why = fmt.Sprint(st["message"])
-		case s.Role == RoleServer && !s.Init && caHash(st["token"]) != caHash(s.Token):
+		case read == readWhole && s.Role == RoleServer && !s.Init && caHash(st["token"]) != caHash(s.Token):
 			return nil, errcode.New(errcode.Internal, fmt.Sprintf("k3s: node %s (%s): it runs a cluster of its own (CA hash %s), not the one it was to join (%s): delete it and its data (/var/lib/rancher/k3s) before joining it again",
 				name, h.Addr(), caHash(st["token"]), caHash(s.Token)))
 		case api != nil:
 			why = inAPI(wctx, api, name)
 		}
-		if why == "" {
+		switch {
+		case why == "" && read == readWhole:
 			return st, nil
+		case why == "":
+			read = readWhole // Ready: now the whole status, at once
+			continue
 		}
+		read = poll
 		if werr := b.Wait(wctx); werr != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -384,8 +399,9 @@ func caHash(token any) string {
 }
 
 // nodeStatusScript prints the node's state as key=value lines and, for a
-// server, its token files and kubeconfig between markers.
-const nodeStatusScript = `svc=$1 name=$2
+// server, its token files and kubeconfig between markers. Its third
+// argument is a nodeRead: what to leave out.
+const nodeStatusScript = `svc=$1 name=$2 read=$3
 if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
   [ -e /etc/systemd/system/$svc.service ] && echo installed=1
   echo "state=$(systemctl is-active "$svc")"
@@ -393,22 +409,45 @@ else
   [ -e /etc/init.d/$svc ] && echo installed=1
   rc-service "$svc" status >/dev/null 2>&1 && echo state=active || echo state=inactive
 fi
-[ -x ` + binPath + ` ] && echo "version=$(` + binPath + ` --version 2>/dev/null | head -n1 | cut -d' ' -f3)"
+[ "$read" = service ] && exit 0
+[ "$read" = whole ] && [ -x ` + binPath + ` ] && echo "version=$(` + binPath + ` --version 2>/dev/null | head -n1 | cut -d' ' -f3)"
 ready() { ` + binPath + ` kubectl --kubeconfig="$1" --request-timeout=5s get node "$name" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null; }
 if [ "$svc" = k3s-agent ] && [ -e ` + kubeletKubeconfig + ` ]; then
   echo "ready=$(ready ` + kubeletKubeconfig + `)"
 fi
 if [ "$svc" = k3s ] && [ -e ` + kubeconfigOut + ` ]; then
   echo "ready=$(ready ` + kubeconfigOut + `)"
-  for f in ` + tokenPath + ` ` + agentTokPath + ` ` + kubeconfigOut + `; do
+  [ "$read" = whole ] && for f in ` + tokenPath + ` ` + agentTokPath + ` ` + kubeconfigOut + `; do
     echo "--- $f"; cat "$f" 2>/dev/null; echo
   done
 fi
 exit 0`
 
-// nodeStatus reads the node's status from its host.
+// nodeRead is how much of a node's state a read takes.
+type nodeRead string
+
+const (
+	// readWhole is the whole status: the service, the version, readiness
+	// in the API (kubectl on the node) and a server's tokens and
+	// kubeconfig.
+	readWhole nodeRead = "whole"
+	// readPoll is the service and readiness in the API, for a wait.
+	readPoll nodeRead = "poll"
+	// readService is the service alone, for a wait that checks the
+	// node's readiness in the cluster's API itself: a Ready phase then
+	// only says the service runs.
+	readService nodeRead = "service"
+)
+
+// nodeStatus reads the node's whole status from its host.
 func (p *Provider) nodeStatus(ctx context.Context, h *remote.Host, name string, loc *location) (map[string]any, error) {
-	res, err := h.Run(ctx, remote.Command{Step: "read the node's state", Script: "set -- " + service(loc.Role) + " " + remote.Quote(name) + "\n" + nodeStatusScript})
+	return p.readNode(ctx, h, name, loc, readWhole)
+}
+
+// readNode reads the node's status from its host, as much as read says;
+// the statuses of the lighter reads are only for waiting on.
+func (p *Provider) readNode(ctx context.Context, h *remote.Host, name string, loc *location, read nodeRead) (map[string]any, error) {
+	res, err := h.Run(ctx, remote.Command{Step: "read the node's state", Script: "set -- " + service(loc.Role) + " " + remote.Quote(name) + " " + string(read) + "\n" + nodeStatusScript})
 	if err != nil {
 		return nil, err
 	}
@@ -445,6 +484,8 @@ func (p *Provider) nodeStatus(ctx context.Context, h *remote.Host, name string, 
 	case kv["state"] != "active":
 		st["phase"] = PhaseStopped
 		st["message"] = "the " + service(loc.Role) + " service is " + kv["state"]
+	case read == readService:
+		st["phase"] = PhaseReady // the service runs: the caller checks the API
 	case kv["ready"] == "":
 		st["phase"] = PhaseNotReady
 		st["message"] = "the Node is not in the cluster's API (or the API does not answer)"

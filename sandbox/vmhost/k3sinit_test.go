@@ -188,7 +188,7 @@ func TestK3sService(t *testing.T) {
 			assert.Contains(t, out, "init="+init+"\n")
 			assert.Contains(t, out, "version=v1.37.2+k3s1\n")
 			assert.Contains(t, out, "iface=eth0\n")
-			status := mustRun(t, h, "set -- k3s cp-0\n"+k3sScript(t, "nodeStatusScript"))
+			status := mustRun(t, h, "set -- k3s cp-0 whole\n"+k3sScript(t, "nodeStatusScript"))
 			assert.Contains(t, status, "installed=1\nstate=active\n")
 
 			logs := func() string {

@@ -81,12 +81,19 @@ echo 'apiVersion: v1' > /etc/rancher/k3s/k3s.yaml
 echo pw > /etc/rancher/node/password`)
 			require.Equal(t, 0, st, stderr)
 
-			st, stdout, stderr := runOn(t, h, "set -- k3s cp-0\n"+k3sScript(t, "nodeStatusScript"))
+			st, stdout, stderr := runOn(t, h, "set -- k3s cp-0 whole\n"+k3sScript(t, "nodeStatusScript"))
 			assert.Equal(t, 0, st)
 			assert.Empty(t, stderr)
 			want := "installed=1\nstate=active\nversion=v1.37.2+k3s1\nready=True\n" +
 				"--- /var/lib/rancher/k3s/server/token\nT\n\n--- /var/lib/rancher/k3s/server/agent-token\nA\n\n--- /etc/rancher/k3s/k3s.yaml\napiVersion: v1\n\n"
 			assert.Equal(t, want, stdout)
+			// The lighter reads a wait polls with.
+			for read, want := range map[string]string{"poll": "installed=1\nstate=active\nready=True\n", "service": "installed=1\nstate=active\n"} {
+				st, stdout, stderr = runOn(t, h, "set -- k3s cp-0 "+read+"\n"+k3sScript(t, "nodeStatusScript"))
+				assert.Equal(t, 0, st, read)
+				assert.Empty(t, stderr, read)
+				assert.Equal(t, want, stdout, read)
+			}
 
 			st, stdout, stderr = runOn(t, h, "set -- k3s\n"+k3sScript(t, "uninstallScript"))
 			assert.Equal(t, 0, st)
