@@ -61,7 +61,10 @@
 //     TimeoutStartSec=0, so a blocking restart can hang forever — only
 //     when something changed or it is stopped, and polls readiness with a
 //     deadline (Config.ReadyTimeout): the service active (READY=1), and
-//     for a server its Node Ready in the API.
+//     for a server its Node Ready in the API. The polls read only that
+//     (a joining node's readiness is read from the cluster's API, not by
+//     kubectl on the node); one whole read follows the poll that finds it
+//     Ready, and a node already Ready costs that one read alone.
 //  5. With Config.Agent, installs openctl's node agent (cmd/openctl-agent)
 //     beside k3s: its binary for the host's architecture, the cluster's
 //     accepted CAs, a server certificate naming the node and its address,
