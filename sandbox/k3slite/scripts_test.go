@@ -124,7 +124,7 @@ func TestProviderScripts(t *testing.T) {
 			t.Errorf("probe lacks %q:\n%s", line, probe)
 		}
 	}
-	status := run(t, s1, "set -- k3s p1\n"+providerScript(t, "nodeStatusScript"), nil)
+	status := run(t, s1, "set -- k3s p1 whole\n"+providerScript(t, "nodeStatusScript"), nil)
 	for _, line := range []string{"installed=1", "state=active", "version=v1.37.2+k3s1", "ready=True", "--- /var/lib/rancher/k3s/server/token\n" + token + "\n", "server: https://127.0.0.1:6443"} {
 		if !strings.Contains(status, line) {
 			t.Errorf("node status lacks %q:\n%s", line, status)
