@@ -18,10 +18,12 @@ run-vms:
 # Every step runs even after one fails (one run shows every broken step);
 # test exits 1 if any failed. Steps joined by + run at once: the stand-in's
 # own tests mostly wait on their clusters (≈ 100 CPU-seconds in 195 s) and
-# fit beside the race suite. Steps that run tests write their go test
+# fit beside the race suite, and the short steps go beside it too rather
+# than before or after it (the race suite needs the stand-in built, so
+# that comes first). Steps that run tests write their go test
 # -json stream to $(REPORT)/STEP.json (gotestsum, pinned in tools/go.mod,
 # prints go test's usual output meanwhile); tools/suitereport reads them.
-TEST_STEPS := test-deps fmt-check vet tools-test standin standin-test+test-race clienttest examples cross
+TEST_STEPS := test-deps fmt-check tools-test standin test-race+standin-test+vet+clienttest+examples+cross
 REPORT := $(CURDIR)/.suite
 GOTESTSUM = $(GO) tool -modfile=$(CURDIR)/tools/go.mod gotestsum --format standard-quiet --jsonfile $(REPORT)/$@.json --
 test:
