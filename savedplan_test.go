@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,13 +19,32 @@ import (
 	"github.com/openctl/openctl/registry"
 	"github.com/openctl/openctl/secret"
 	"github.com/openctl/openctl/state"
+	"github.com/openctl/openctl/state/seal"
 )
 
 const planPass = "plan passphrase"
 
-// sealingStore is a memory store that can seal (it has a passphrase).
-func sealingStore() *state.Memory {
-	return state.NewMemory(state.MemoryPassphrase(func() (secret.Secret, error) { return secret.New(planPass), nil }))
+func planPassphrase() (secret.Secret, error) { return secret.New(planPass), nil }
+
+// planKey is the data key the sealing stores start with: a store making
+// its own runs a passphrase derivation, 0.2 s (2 s under -race), which
+// every saved-plan test would pay.
+var planKey struct {
+	once sync.Once
+	kf   *seal.KeyFile
+	ring *seal.Keyring
+	err  error
+}
+
+// sealingStore is a memory store that can seal (it has a passphrase), on
+// the tests' shared data key.
+func sealingStore(t testing.TB) *state.Memory {
+	t.Helper()
+	planKey.once.Do(func() {
+		planKey.kf, planKey.ring, planKey.err = seal.NewKey(secret.New(planPass), 0)
+	})
+	require.NoError(t, planKey.err)
+	return state.NewMemory(state.MemoryPassphrase(planPassphrase), state.MemoryKey(planKey.kf, planKey.ring))
 }
 
 // savedPlanFixture applies a and b, then plans: a updated, b unchanged, c
@@ -39,7 +59,7 @@ type savedPlanFixture struct {
 func newSavedPlanFixture(t testing.TB) *savedPlanFixture {
 	t.Helper()
 	p := newTestProvider()
-	e := newEngine(t, p, openctl.WithStore(sealingStore()))
+	e := newEngine(t, p, openctl.WithStore(sealingStore(t)))
 	_, err := e.Apply(t.Context(), thing("a", map[string]any{"v": "1"}), thing("b", map[string]any{"v": "1"}))
 	require.NoError(t, err)
 	manifests := []*manifest.Resource{
@@ -173,7 +193,7 @@ func TestApplyPlanRefusesChangedDiff(t *testing.T) {
 		}
 		return registry.Diff{Action: registry.DiffUpdate}
 	}
-	e := newEngine(t, differProvider{tp}, openctl.WithStore(sealingStore()))
+	e := newEngine(t, differProvider{tp}, openctl.WithStore(sealingStore(t)))
 	_, err := e.Apply(t.Context(), thing("a", map[string]any{"v": "1"}))
 	require.NoError(t, err)
 	plan, err := e.Plan(t.Context(), thing("a", map[string]any{"v": "2"}))
@@ -236,7 +256,8 @@ func TestApplyPlanRefusesEditedFile(t *testing.T) {
 
 func TestApplyPlanRefusesAnotherStore(t *testing.T) {
 	f := newSavedPlanFixture(t)
-	other := newEngine(t, f.p, openctl.WithStore(sealingStore()))
+	// Another store, with a data key of its own.
+	other := newEngine(t, f.p, openctl.WithStore(state.NewMemory(state.MemoryPassphrase(planPassphrase))))
 	sp, err := other.LoadPlan(t.Context(), bytes.NewReader(f.file))
 	require.NoError(t, err)
 	_, err = other.ApplyPlan(t.Context(), sp, openctl.ApplyPlanOptions{})
@@ -246,7 +267,7 @@ func TestApplyPlanRefusesAnotherStore(t *testing.T) {
 
 func TestApplyPlanRefusesOtherContext(t *testing.T) {
 	p := newTestProvider()
-	e := newEngine(t, p, openctl.WithStore(sealingStore()))
+	e := newEngine(t, p, openctl.WithStore(sealingStore(t)))
 	plan, err := e.Plan(t.Context(), thing("a", nil))
 	require.NoError(t, err)
 	plan.Contexts = map[string]string{"test": "lab"}
@@ -295,7 +316,7 @@ func TestSavePlanNeedsTheStoreKey(t *testing.T) {
 func TestSavedPlanDelete(t *testing.T) {
 	// A composite scaled down: the plan deletes a child; ApplyPlan does.
 	p := newTestProvider()
-	e := newEngine(t, p, openctl.WithStore(sealingStore()))
+	e := newEngine(t, p, openctl.WithStore(sealingStore(t)))
 	group := func(n int64) *manifest.Resource {
 		return &manifest.Resource{APIVersion: testAV, Kind: "Group", Metadata: manifest.Metadata{Name: "g"}, Spec: map[string]any{"count": n}}
 	}
@@ -355,7 +376,7 @@ func TestLoadPlanStrict(t *testing.T) {
 
 func TestDrift(t *testing.T) {
 	p := newTestProvider()
-	e := newEngine(t, p, openctl.WithStore(sealingStore()))
+	e := newEngine(t, p, openctl.WithStore(sealingStore(t)))
 	_, err := e.Apply(t.Context(), thing("a", map[string]any{"v": "1"}), thing("b", map[string]any{"v": "1", "auth": map[string]any{"password": "pw1"}}), thing("c", nil))
 	require.NoError(t, err)
 

@@ -161,5 +161,5 @@
 // [Memory] keeps secrets in plaintext, in the process. It implements
 // RawStore by sealing on export and opening on import with a key unlocked
 // by the passphrase of [MemoryPassphrase]; it creates that key on the first
-// export of a record with secrets.
+// export of a record with secrets, unless [MemoryKey] gave it one.
 package state

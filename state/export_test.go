@@ -19,10 +19,8 @@ func UseKeyForTest(st Store, kf *seal.KeyFile, ring *seal.Keyring) error {
 		s.keys.Add(ring)
 	case *Memory:
 		s.keyMu.Lock()
-		c := *kf
-		s.key = &c
+		s.useKey(kf, ring)
 		s.keyMu.Unlock()
-		s.keys.Add(ring)
 	}
 	return nil
 }

@@ -50,14 +50,48 @@ func MemoryPassphrase(f func() (secret.Secret, error)) MemoryOption {
 	return func(m *Memory) { m.passphrase = f }
 }
 
+// MemoryKey gives the store a data key to start with, instead of one it
+// would create (a passphrase derivation) when it first needs one: kf is
+// the key sealed with the passphrase and ring the same key unlocked, as
+// [seal.NewKey] or [seal.KeyFile.Unlock] return them. The store seals
+// with it and, since ring is already unlocked, derives nothing — for a
+// program that makes many short-lived stores on one key, such as a test
+// suite or a runner planning many manifests in memory. A ring that does
+// not match kf (or a nil one) is not used: the passphrase then unlocks kf.
+// A nil kf leaves the store to create its key.
+func MemoryKey(kf *seal.KeyFile, ring *seal.Keyring) MemoryOption {
+	return func(m *Memory) {
+		if kf != nil {
+			m.useKey(kf, ring)
+		}
+	}
+}
+
 // NewMemory returns an empty in-memory store.
 func NewMemory(opts ...MemoryOption) *Memory {
 	m := &Memory{records: map[manifest.ID]*Record{}, locks: map[string]LockInfo{}, id: NewID()}
+	// The passphrase is read when first needed, so that MemoryPassphrase
+	// may come in opts after MemoryKey.
+	m.keys = seal.NewUnlocker(func() (secret.Secret, error) {
+		if m.passphrase == nil {
+			return seal.Passphrase()
+		}
+		return m.passphrase()
+	})
 	for _, o := range opts {
 		o(m)
 	}
-	m.keys = seal.NewUnlocker(m.passphrase)
 	return m
+}
+
+// useKey makes kf the store's key and remembers ring, its unlocked key.
+// The caller holds keyMu or is NewMemory.
+func (m *Memory) useKey(kf *seal.KeyFile, ring *seal.Keyring) {
+	c := *kf
+	m.key = &c
+	if ring != nil {
+		m.keys.Add(ring)
+	}
 }
 
 var (
