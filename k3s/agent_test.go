@@ -15,13 +15,10 @@ import (
 	"github.com/openctl/openctl/manifest"
 )
 
-// TestAgentRollout: applying a cluster installs openctl's node agent on
-// every node (a systemd server, an OpenRC agent) with a CA of the
-// cluster's own, sealed in state; the cluster is Ready only when every
-// agent answers over mutual TLS. A re-apply checks the agents through
-// the agent, not SSH; a stopped agent is drift that plan shows and apply
-// repairs; the node actions go through it; delete removes it.
-func TestAgentRollout(t *testing.T) {
+// TestAgent forms one cluster, a systemd server and an OpenRC agent, and
+// runs the node agent's scenarios on it in turn: the rollout, a rotation
+// of the agent CA, then delete, which removes the agents.
+func TestAgent(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	e := newEnv(t)
@@ -34,18 +31,41 @@ func TestAgentRollout(t *testing.T) {
 		dumpLogs(ctx, t, s1, a1)
 	}
 	require.NoError(t, err)
+	if !t.Run("Rollout", func(t *testing.T) { testAgentRollout(t, e, c, s1, a1) }) {
+		return
+	}
+	if !t.Run("RotateCA", func(t *testing.T) { testRotateAgentCA(t, e, c, s1, a1) }) {
+		return
+	}
 
+	_, err = e.engine.Delete(ctx, c.ID())
+	require.NoError(t, err)
+	for _, h := range []*k3stest.Host{s1, a1} {
+		out, err := h.Run(ctx, "sh", "-c", "ls /usr/local/bin /etc; pgrep -a openctl-agent || true")
+		require.NoError(t, err)
+		assert.NotContains(t, string(out), "openctl-agent", h.Name())
+	}
+}
+
+// testAgentRollout: applying the cluster c (server s1, agent a1) installed
+// openctl's node agent on every node with a CA of the cluster's own,
+// sealed in state; the cluster is Ready only when every agent answers
+// over mutual TLS. A re-apply checks the agents through the agent, not
+// SSH; a stopped agent is drift that plan shows and apply repairs; the
+// node actions go through it.
+func testAgentRollout(t *testing.T, e *env, c *manifest.Resource, s1, a1 *k3stest.Host) {
+	ctx := t.Context()
 	// The PKI is in state, sealed: the first server made it, the other
 	// node has the same (through a $ref to it).
 	nodeID := func(name string) manifest.ID {
 		return manifest.ID{APIVersion: k3s.APIVersion, Kind: k3s.KindNode, Name: name}
 	}
-	rec, err := e.store.Get(ctx, nodeID("ag-s1"))
+	rec, err := e.store.Get(ctx, nodeID(s1.Name()))
 	require.NoError(t, err)
 	assert.NotContains(t, rec.Status, "agentPKI", "sealed, not in the clear status")
 	sealed, ok := rec.SecretValue("status.agentPKI")
 	require.True(t, ok)
-	recA, err := e.store.Get(ctx, nodeID("ag-a1"))
+	recA, err := e.store.Get(ctx, nodeID(a1.Name()))
 	require.NoError(t, err)
 	sealedA, ok := recA.SecretValue("status.agentPKI")
 	require.True(t, ok)
@@ -53,7 +73,7 @@ func TestAgentRollout(t *testing.T) {
 
 	// A client with the controller's certificate from state reaches each
 	// agent; the agent's certificate names the node.
-	doc, err := readPKI(ctx, e, nodeID("ag-s1"))
+	doc, err := readPKI(ctx, e, nodeID(s1.Name()))
 	require.NoError(t, err)
 	for _, h := range []*k3stest.Host{s1, a1} {
 		info, err := agentInfo(ctx, h, doc)
@@ -91,7 +111,7 @@ func TestAgentRollout(t *testing.T) {
 	require.NoError(t, err)
 	var reasons []string
 	for _, ch := range plan.Changes {
-		if ch.ID.Name == "ag-a1" {
+		if ch.ID.Name == a1.Name() {
 			reasons = append(reasons, ch.Reasons...)
 		}
 	}
@@ -112,7 +132,7 @@ func TestAgentRollout(t *testing.T) {
 	require.NoError(t, err)
 	reasons = nil
 	for _, ch := range plan.Changes {
-		if ch.ID.Name == "ag-a1" {
+		if ch.ID.Name == a1.Name() {
 			reasons = append(reasons, ch.Reasons...)
 		}
 	}
@@ -126,12 +146,4 @@ func TestAgentRollout(t *testing.T) {
 	out, err = a1.Run(ctx, "rc-service", "k3s-agent", "status")
 	require.NoError(t, err)
 	assert.Contains(t, string(out), "started")
-
-	_, err = e.engine.Delete(ctx, c.ID())
-	require.NoError(t, err)
-	for _, h := range []*k3stest.Host{s1, a1} {
-		out, err := h.Run(ctx, "sh", "-c", "ls /usr/local/bin /etc; pgrep -a openctl-agent || true")
-		require.NoError(t, err)
-		assert.NotContains(t, string(out), "openctl-agent", h.Name())
-	}
 }

@@ -21,27 +21,16 @@ import (
 	"github.com/openctl/openctl/manifest"
 )
 
-// TestRotateAgentCA: rotate-agent-ca moves a systemd server and an OpenRC
-// agent to a new agent CA. Throughout, the credentials state records —
-// the cluster's and each node's — reach every agent (polled every
-// 100 ms); a run cancelled half-way leaves two CAs recorded and the next
-// run finishes; the agents reload rather than restart; the old
-// controller certificate is refused afterwards; and the next plan sees
-// nothing to do.
-func TestRotateAgentCA(t *testing.T) {
-	t.Parallel()
+// testRotateAgentCA: rotate-agent-ca moves the cluster c's systemd server
+// s1 and OpenRC agent a1 to a new agent CA. Throughout, the credentials
+// state records — the cluster's and each node's — reach every agent
+// (polled every 100 ms); a run cancelled half-way leaves two CAs recorded
+// and the next run finishes; the agents reload rather than restart; the
+// old controller certificate is refused afterwards; and the next plan
+// sees nothing to do. TestAgent runs it.
+func testRotateAgentCA(t *testing.T, e *env, c *manifest.Resource, s1, a1 *k3stest.Host) {
 	ctx := t.Context()
-	e := newEnv(t)
-	s1 := e.hosts(ctx, t, "rot-s1")[0]
-	a1, err := e.net.AddHost(ctx, "rot-a1", k3stest.HostOptions{Flavour: k3stest.OpenRC})
-	require.NoError(t, err)
 	hosts := []*k3stest.Host{s1, a1}
-	c := e.cluster("rot", []*k3stest.Host{s1}, []*k3stest.Host{a1})
-	_, err = e.engine.Apply(ctx, c)
-	if err != nil {
-		dumpLogs(ctx, t, hosts...)
-	}
-	require.NoError(t, err)
 	nodeID := func(h *k3stest.Host) manifest.ID {
 		return manifest.ID{APIVersion: k3s.APIVersion, Kind: k3s.KindNode, Name: h.Name()}
 	}
@@ -97,7 +86,7 @@ func TestRotateAgentCA(t *testing.T) {
 			return
 		}
 		steps = append(steps, ev.Step)
-		if strings.HasPrefix(ev.Step, "rot-s1: now accepts both CAs") {
+		if strings.HasPrefix(ev.Step, s1.Name()+": now accepts both CAs") {
 			cancel()
 		}
 	}))
@@ -105,7 +94,7 @@ func TestRotateAgentCA(t *testing.T) {
 	_, err = observed.Do(runCtx, c.ID(), "rotate-agent-ca", nil, nil)
 	require.Error(t, err, "cancelled half-way")
 	assert.True(t, errors.Is(err, context.Canceled), "%v", err)
-	assert.Equal(t, []string{"new CA made and recorded, accepted alongside the old one", "rot-s1: now accepts both CAs and serves a certificate from the new one"}, steps)
+	assert.Equal(t, []string{"new CA made and recorded, accepted alongside the old one", s1.Name() + ": now accepts both CAs and serves a certificate from the new one"}, steps)
 	mid, err := readPKI(ctx, e, c.ID())
 	require.NoError(t, err)
 	bundle, err := pki.ParseBundle([]byte(mid.Accepted))
@@ -121,7 +110,7 @@ func TestRotateAgentCA(t *testing.T) {
 	res, err := e.engine.Do(ctx, c.ID(), "rotate-agent-ca", nil, nil)
 	require.NoError(t, err)
 	t.Logf("the resumed rotation took %s", time.Since(start).Round(time.Millisecond))
-	assert.Contains(t, res.Message, "rot: agent CA rotated on 2 nodes")
+	assert.Contains(t, res.Message, c.ID().Name+": agent CA rotated on 2 nodes")
 	assert.Contains(t, res.Message, "finishing an interrupted rotation")
 	time.Sleep(300 * time.Millisecond) // a few more polls with the final PKI
 	stopPolling()
