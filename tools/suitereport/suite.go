@@ -63,7 +63,7 @@ func (s *suite) readSteps(text string) error {
 		for j, v := range f[1:3] {
 			x, err := strconv.ParseFloat(v, 64)
 			if err != nil || !(x >= 0) || math.IsInf(x, 0) { // NaN too
-				return fmt.Errorf("line %d: %q is not a number of seconds", i+1, v)
+				return fmt.Errorf("line %d: %s %q is not a number of seconds", i+1, [2]string{"START", "SECONDS"}[j], v)
 			}
 			n[j] = x
 		}

@@ -79,7 +79,11 @@ func TestReportBadSteps(t *testing.T) {
 		_, err := load(writeDir(t, steps, nil))
 		assert.ErrorContains(t, err, "steps.tsv: line 1", "%q", steps)
 	}
-	_, err := load(t.TempDir())
+	_, err := load(writeDir(t, "vet\tInf\t1\tok\n", nil))
+	assert.ErrorContains(t, err, `line 1: START "Inf"`, "the error names the field")
+	_, err = load(writeDir(t, "vet\t0\tsoon\tok\n", nil))
+	assert.ErrorContains(t, err, `line 1: SECONDS "soon"`)
+	_, err = load(t.TempDir())
 	assert.Error(t, err, "no steps.tsv")
 }
 
