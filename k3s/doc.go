@@ -10,6 +10,11 @@
 // A program with drivers (the CLI) lists Driver{} instead, which reads
 // the providers.k3s section of the configuration file.
 //
+// The k3s behaviour the provider relies on (the installer, tokens, flags
+// and config files, readiness, etcd membership, upgrades, kube-vip) is
+// written down with its sources in CONTRACT.md, beside this package; code
+// comments cite its sections.
+//
 // # Kinds (k3s.openctl.io/v1)
 //
 // A Cluster (ClusterSpec) is a composite. On existing machines,

@@ -1,7 +1,7 @@
 // Package kubeconfig turns the kubeconfig a k3s server writes into one a
 // user can use, keeps it in the user's kubeconfig file, and checks the
-// cluster through it: the K3s provider's kubeconfig step (CONTRACT.md §3,
-// and "the provider must… 5. Kubeconfig").
+// cluster through it: the K3s provider's kubeconfig step (k3s/CONTRACT.md
+// §3).
 //
 //	raw, err := host.ReadFile(ctx, "/etc/rancher/k3s/k3s.yaml") // as root
 //	kc, err := kubeconfig.Rewrite(raw, "https://10.0.0.10:6443", "lab")

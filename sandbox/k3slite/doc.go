@@ -2,8 +2,8 @@
 // provider can observe it, run in process on sandbox/vmhost hosts, with
 // sandbox/kubelite in place of the kube-apiserver and a [Network] in
 // place of etcd. It follows the same contract as the heavy stand-in
-// (k3s/k3stest/standin, built on the real kube-apiserver and etcd) —
-// /work/shared/k3s/CONTRACT.md — and mirrors its behaviour and messages,
+// (k3s/k3stest/standin, built on the real kube-apiserver and etcd),
+// written down in k3s/CONTRACT.md, and mirrors its behaviour and messages,
 // so that the provider gets the same results, statuses and errors from
 // both.
 //

@@ -2,7 +2,7 @@
 // binary whose Kubernetes half is the real kube-apiserver (from
 // k8s.io/kubernetes) over a real embedded etcd member, wrapped in k3s's
 // command line, files and readiness contract
-// (see /work/shared/k3s/CONTRACT.md and README.md).
+// (see k3s/CONTRACT.md at the repository's root and README.md).
 //
 // The module is nested so that the library's go.mod never requires
 // k8s.io/kubernetes; cmd/k3s is the binary, a few lines over [Main].
