@@ -25,26 +25,37 @@ import (
 // not reach the command, would otherwise install the part that came.
 func (h *Host) WriteFile(ctx context.Context, path string, mode fs.FileMode, r io.Reader) error {
 	end := "openctl-end-" + rand.Text() // random: no content ends with it by chance
-	script := fmt.Sprintf(`set -e
+	_, err := h.Run(ctx, Command{Step: "write " + path, Script: writeFileScript(path, mode, end, rand.Text()), Stdin: io.MultiReader(r, strings.NewReader(end))})
+	return err
+}
+
+// writeFileScript is WriteFile's script: it reads the content and the
+// marker end from its standard input into a temporary file named
+// PATH.openctl-ID-XXXXXX (id: random, this write's own) and installs it.
+// The traps are set before the temporary file is made and remove every
+// file of this write by its prefix, so that a signal arriving at any
+// moment — even while mktemp runs, which the wrapper's kill of the process
+// group also ends — leaves none behind.
+func writeFileScript(path string, mode fs.FileMode, end, id string) string {
+	return fmt.Sprintf(`set -e
 umask 077
-p=%s
+p=%[1]s
 mkdir -p "$(dirname "$p")"
-t=$(mktemp "$p.openctl-XXXXXX")
-trap 'rm -f "$t"' EXIT
-trap 'rm -f "$t"; exit 143' TERM INT HUP
+clean() { rm -f "$p".openctl-%[5]s-*; }
+trap clean EXIT
+trap 'clean; exit 143' TERM INT HUP
+t=$(mktemp "$p.openctl-%[5]s-XXXXXX")
 cat >"$t"
 n=$(wc -c <"$t")
 if [ "$n" -lt %[2]d ] || [ "$(tail -c %[2]d "$t")" != %[3]s ]; then
-  rm -f "$t" # first: after a dropped connection, the echo's SIGPIPE ends the script
+  clean # first: after a dropped connection, the echo's SIGPIPE ends the script
   echo "the content was cut short: $p is left as it was" >&2
   exit 1
 fi
 truncate -s $((n - %[2]d)) "$t"
 chmod %04[4]o "$t"
 mv -f "$t" "$p"
-trap - EXIT`, Quote(path), len(end), end, mode.Perm())
-	_, err := h.Run(ctx, Command{Step: "write " + path, Script: script, Stdin: io.MultiReader(r, strings.NewReader(end))})
-	return err
+trap - EXIT`, Quote(path), len(end), end, mode.Perm(), id)
 }
 
 // ReadFile returns the contents of path on the host; a missing file is

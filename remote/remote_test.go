@@ -410,8 +410,9 @@ func TestWriteFileCancelled(t *testing.T) {
 func assertWriteUndone(ctx context.Context, t *testing.T, h *k3stest.Host) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		// [X]: the pattern does not match this command's own shell.
-		_, err := h.Run(ctx, "pgrep", "-f", `openctl-XXXXX[X]`)
+		// The end marker is on the script's command line; [d]: the
+		// pattern does not match this command's own shell.
+		_, err := h.Run(ctx, "pgrep", "-f", `openctl-en[d]-`)
 		return err != nil
 	}, 15*time.Second, 50*time.Millisecond, "the write's script ends")
 	out, err := h.Run(ctx, "sh", "-c", "ls -a "+filepath.Dir(writeTarget)+"; cat "+writeTarget)
