@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,32 +18,20 @@ import (
 	"github.com/openctl/openctl/registry"
 	"github.com/openctl/openctl/secret"
 	"github.com/openctl/openctl/state"
-	"github.com/openctl/openctl/state/seal"
+	"github.com/openctl/openctl/state/statetest"
 )
 
 const planPass = "plan passphrase"
 
 func planPassphrase() (secret.Secret, error) { return secret.New(planPass), nil }
 
-// planKey is the data key the sealing stores start with: a store making
-// its own runs a passphrase derivation, 0.2 s (2 s under -race), which
-// every saved-plan test would pay.
-var planKey struct {
-	once sync.Once
-	kf   *seal.KeyFile
-	ring *seal.Keyring
-	err  error
-}
-
 // sealingStore is a memory store that can seal (it has a passphrase), on
-// the tests' shared data key.
+// the tests' shared data key (a key of its own would cost each test a
+// passphrase derivation).
 func sealingStore(t testing.TB) *state.Memory {
 	t.Helper()
-	planKey.once.Do(func() {
-		planKey.kf, planKey.ring, planKey.err = seal.NewKey(secret.New(planPass), 0)
-	})
-	require.NoError(t, planKey.err)
-	return state.NewMemory(state.MemoryPassphrase(planPassphrase), state.MemoryKey(planKey.kf, planKey.ring))
+	kf, ring := statetest.Key(t, planPass)
+	return state.NewMemory(state.MemoryPassphrase(planPassphrase), state.MemoryKey(kf, ring))
 }
 
 // savedPlanFixture applies a and b, then plans: a updated, b unchanged, c

@@ -32,22 +32,10 @@ import (
 
 const testPassphrase = "correct horse battery staple"
 
-// sharedKey is the one data key most tests use: a passphrase derivation
-// costs 0.2 s (2 s under the race detector), too much for every store.
-var sharedKey struct {
-	once sync.Once
-	kf   *seal.KeyFile
-	ring *seal.Keyring
-	err  error
-}
-
+// testKey is the one data key most tests use (see statetest.Key).
 func testKey(tb testing.TB) (*seal.KeyFile, *seal.Keyring) {
 	tb.Helper()
-	sharedKey.once.Do(func() {
-		sharedKey.kf, sharedKey.ring, sharedKey.err = seal.NewKey(secret.New(testPassphrase), 0)
-	})
-	require.NoError(tb, sharedKey.err)
-	return sharedKey.kf, sharedKey.ring
+	return statetest.Key(tb, testPassphrase)
 }
 
 func passphrase() (secret.Secret, error) { return secret.New(testPassphrase), nil }
