@@ -3,18 +3,16 @@ package k3s
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/kubectl/pkg/drain"
 
 	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/internal/drain"
 	"github.com/openctl/openctl/k3s/kubeconfig"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/registry"
@@ -110,48 +108,28 @@ func (p *Provider) forgetNode(ctx context.Context, name string, prior *manifest.
 }
 
 // cordonAndDrain cordons node and drains it under policy (nil: the
-// safe defaults). A drain that cannot finish — a PodDisruptionBudget, an
-// unmanaged pod without force — names the pods in its error.
+// safe defaults), reporting what the drain leaves or loses as steps. A
+// drain that cannot finish — a PodDisruptionBudget, an unmanaged pod
+// without force — names the pods in its error.
 func cordonAndDrain(ctx context.Context, cs kubernetes.Interface, node *corev1.Node, policy *DrainSpec) error {
 	registry.ReportStep(ctx, "draining "+node.Name)
-	var log strings.Builder
-	h := &drain.Helper{
-		Ctx: ctx, Client: cs, Out: io.Discard, ErrOut: &log,
-		GracePeriodSeconds: -1, IgnoreAllDaemonSets: true, Timeout: policy.timeout(),
-		// kubectl drain's pause before asking again for an eviction a
-		// disruption budget refused (the helper's zero value asks in a
-		// tight loop).
-		EvictErrorRetryDelay: 5 * time.Second,
-	}
+	o := drain.Options{Timeout: policy.timeout(), IgnoreDaemonSets: true, Warn: func(m string) { registry.ReportStep(ctx, m) }}
 	if policy != nil {
 		if policy.GracePeriod != nil {
-			h.GracePeriodSeconds = *policy.GracePeriod
+			o.GracePeriod = new(int64(*policy.GracePeriod))
 		}
-		h.Force, h.DeleteEmptyDirData = policy.Force, policy.DeleteEmptyDirData
+		o.Force, o.DeleteEmptyDirData = policy.Force, policy.DeleteEmptyDirData
 		if policy.IgnoreDaemonSets != nil {
-			h.IgnoreAllDaemonSets = *policy.IgnoreDaemonSets
+			o.IgnoreDaemonSets = *policy.IgnoreDaemonSets
 		}
 	}
-	if err := drain.RunCordonOrUncordon(h, node, true); err != nil {
+	if err := drain.Cordon(ctx, cs, node.Name); err != nil {
 		return fmt.Errorf("cordon: %w", err)
 	}
-	if err := drain.RunNodeDrain(h, node.Name); err != nil {
-		msg := strings.TrimSpace(err.Error())
-		if l := strings.TrimSpace(log.String()); l != "" {
-			msg += " (" + l + ")"
-		}
-		return fmt.Errorf("drain: %s", msg)
+	if _, err := drain.Drain(ctx, cs, node.Name, o); err != nil {
+		return fmt.Errorf("drain: %w", err)
 	}
 	return nil
-}
-
-// uncordon marks a node schedulable again.
-func uncordon(ctx context.Context, cs kubernetes.Interface, name string) error {
-	node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	return drain.RunCordonOrUncordon(&drain.Helper{Ctx: ctx, Client: cs, Out: io.Discard, ErrOut: io.Discard}, node, false)
 }
 
 func isServer(n *corev1.Node) bool {

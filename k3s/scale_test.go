@@ -76,7 +76,7 @@ func TestScale(t *testing.T) {
 	_, err = e.engine.Apply(ctx, c)
 	require.Error(t, err, "the disruption budget blocks the drain")
 	assert.Contains(t, err.Error(), "node sc-a2")
-	assert.Contains(t, err.Error(), `"bare"`)
+	assert.Contains(t, err.Error(), "pod default/bare: eviction still refused")
 	assert.Contains(t, err.Error(), "disruption budget")
 	assert.Contains(t, nodes(), "sc-a2", "it stays")
 	out, err = a2.Run(ctx, "pgrep", "-f", "k3s agent")

@@ -76,7 +76,7 @@ func (u *UpgradeSpec) concurrency() int {
 	return u.Concurrency
 }
 
-// DrainSpec is how a node is drained (k8s.io/kubectl/pkg/drain), before
+// DrainSpec is how a node is drained, as `kubectl drain` does it, before
 // it leaves its cluster or is upgraded. The defaults are safe: honour
 // PodDisruptionBudgets and each pod's grace period, never delete
 // emptyDir data or unmanaged pods, leave DaemonSet pods.

@@ -15,6 +15,7 @@ import (
 	"github.com/openctl/openctl/agent"
 	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/internal/drain"
 	"github.com/openctl/openctl/k3s/kubeconfig"
 	"github.com/openctl/openctl/registry"
 	"github.com/openctl/openctl/remote"
@@ -128,12 +129,12 @@ func (p *Provider) upgradeNode(ctx context.Context, cs kubernetes.Interface, h *
 		return errcode.Wrap(errcode.Transient, fmt.Sprintf("k3s: node %s: reading it in the API", name), err)
 	}
 	if err := cordonAndDrain(ctx, cs, node, s.Drain); err != nil {
-		_ = uncordon(ctx, cs, name)
+		_ = drain.Uncordon(ctx, cs, name)
 		return errcode.New(errcode.Conflict, fmt.Sprintf("k3s: node %s: not upgraded: %v", name, err))
 	}
 	if s.Role == RoleServer && s.VIP != nil {
 		if err := p.handOverVIP(ctx, cs, h, name, s.VIP.Address); err != nil {
-			_ = uncordon(ctx, cs, name)
+			_ = drain.Uncordon(ctx, cs, name)
 			return p.nodeErr(name, "move the VIP away before the upgrade", err)
 		}
 	}
@@ -145,13 +146,13 @@ func (p *Provider) upgradeNode(ctx context.Context, cs kubernetes.Interface, h *
 	start := time.Now()
 	res, err := c.Upgrade(ctx, want)
 	if err != nil && !errors.Is(err, agent.ErrRolledBack) {
-		_ = uncordon(ctx, cs, name)
+		_ = drain.Uncordon(ctx, cs, name)
 		return p.nodeErr(name, "upgrade through the agent", err)
 	}
 	if res.Status == agent.UpgradeRolledBack {
 		why := fmt.Sprintf("node %s: the upgrade to %s failed its health gate and was rolled back to %s by the node's agent: %s", name, want, res.From, res.Reason)
 		ro.fail(why)
-		_ = uncordon(ctx, cs, name)
+		_ = drain.Uncordon(ctx, cs, name)
 		return errcode.New(errcode.Conflict, "k3s: "+why+"; the rollout stops here: nodes after it are not upgraded")
 	}
 	registry.ReportStep(ctx, "waiting for "+name+" to be Ready at "+want)
@@ -159,7 +160,7 @@ func (p *Provider) upgradeNode(ctx context.Context, cs kubernetes.Interface, h *
 		ro.fail(err.Error())
 		return errcode.New(errcode.Conflict, fmt.Sprintf("k3s: node %s: upgraded to %s, but %v; it stays cordoned and the rollout stops here", name, want, err))
 	}
-	if err := uncordon(ctx, cs, name); err != nil {
+	if err := drain.Uncordon(ctx, cs, name); err != nil {
 		return errcode.Wrap(errcode.Transient, fmt.Sprintf("k3s: node %s: uncordon", name), err)
 	}
 	p.log.Info("node upgraded", "node", name, "from", have, "to", want, "took", time.Since(start))

@@ -2,17 +2,17 @@ package k3slite_test
 
 import (
 	"context"
-	"io"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/kubectl/pkg/drain"
+
+	"github.com/openctl/openctl/internal/drain"
 )
 
-// kubectl's drain (as the provider runs it) completes on a node of the
+// The provider's drain completes on a node of the
 // light k3s: eviction marks the pods terminating, the fake kubelet
 // deletes them.
 func TestDrain(t *testing.T) {
@@ -35,14 +35,11 @@ func TestDrain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var errOut strings.Builder
-	h := &drain.Helper{Ctx: ctx, Client: cs, Force: true, GracePeriodSeconds: -1, IgnoreAllDaemonSets: true,
-		DeleteEmptyDirData: true, Timeout: 20 * time.Second, Out: io.Discard, ErrOut: &errOut}
-	if err := drain.RunCordonOrUncordon(h, node, true); err != nil {
+	if err := drain.Cordon(ctx, cs, node.Name); err != nil {
 		t.Fatal(err)
 	}
-	if err := drain.RunNodeDrain(h, "da"); err != nil {
-		t.Fatalf("drain: %v (%s)", err, errOut.String())
+	if _, err := drain.Drain(ctx, cs, "da", drain.Options{Force: true, IgnoreDaemonSets: true, DeleteEmptyDirData: true, Timeout: 20 * time.Second}); err != nil {
+		t.Fatalf("drain: %v", err)
 	}
 	pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 	if err != nil || len(pods.Items) != 0 {

@@ -19,7 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/kubectl/pkg/drain"
+
+	"github.com/openctl/openctl/backoff"
+	"github.com/openctl/openctl/internal/drain"
 )
 
 // runningPod is a pod the kubelet of node would report Running and Ready.
@@ -71,10 +73,23 @@ func kubelet(ctx context.Context, t *testing.T, client kubernetes.Interface, nod
 	return &wg
 }
 
-func drainHelper(ctx context.Context, client kubernetes.Interface, out *bytes.Buffer) *drain.Helper {
-	return &drain.Helper{Ctx: ctx, Client: client, Force: true, GracePeriodSeconds: -1, IgnoreAllDaemonSets: true, DeleteEmptyDirData: true,
-		Timeout: 20 * time.Second, EvictErrorRetryDelay: 50 * time.Millisecond, Out: out, ErrOut: out}
+// drainOptions are the K3s provider's drain options with everything
+// allowed, asking again every 50 ms for an eviction a budget refuses and
+// writing what it reports to out.
+func drainOptions(out *syncBuffer) drain.Options {
+	return drain.Options{Force: true, IgnoreDaemonSets: true, DeleteEmptyDirData: true, Timeout: 20 * time.Second,
+		Retry: backoff.Policy{Initial: 50 * time.Millisecond, Max: 50 * time.Millisecond}, Poll: 100 * time.Millisecond,
+		Warn: func(m string) { out.WriteString(m + "\n") }}
 }
+
+// syncBuffer is a bytes.Buffer several goroutines may write.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) WriteString(s string) { b.mu.Lock(); b.b.WriteString(s); b.mu.Unlock() }
+func (b *syncBuffer) String() string       { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }
 
 func TestDrain(t *testing.T) {
 	c := newCluster(t)
@@ -112,16 +127,11 @@ func TestDrain(t *testing.T) {
 	wg := kubelet(kctx, t, c.client, "n1")
 	defer func() { kcancel(); wg.Wait() }()
 
-	var out bytes.Buffer
-	h := drainHelper(ctx, c.client, &out)
-	n1, err := c.client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
-	if err != nil {
+	var out syncBuffer
+	if err := drain.Cordon(ctx, c.client, "n1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := drain.RunCordonOrUncordon(h, n1, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := drain.RunNodeDrain(h, "n1"); err != nil {
+	if _, err := drain.Drain(ctx, c.client, "n1", drainOptions(&out)); err != nil {
 		t.Fatalf("drain: %v\n%s", err, &out)
 	}
 	pods, err := c.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=n1"})
@@ -131,7 +141,7 @@ func TestDrain(t *testing.T) {
 	if len(pods.Items) != 1 || pods.Items[0].Name != "ds-1" {
 		t.Fatalf("pods left on n1: %v\n%s", pods.Items, &out)
 	}
-	if n1, _ = c.client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{}); !n1.Spec.Unschedulable {
+	if n1, _ := c.client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{}); !n1.Spec.Unschedulable {
 		t.Fatal("n1 not cordoned")
 	}
 	pdb, err := c.client.PolicyV1().PodDisruptionBudgets("default").Get(ctx, "web", metav1.GetOptions{})
@@ -161,11 +171,11 @@ func TestDrainBlockedByBudget(t *testing.T) {
 		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "g"}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	h := drainHelper(ctx, c.client, &out)
-	h.Timeout = time.Second
-	err := drain.RunNodeDrain(h, "n1")
-	if err == nil || !strings.Contains(out.String(), `error when evicting pods/"guarded" -n "default" (will retry after 50ms): Cannot evict pod as it would violate the pod's disruption budget.`) {
+	var out syncBuffer
+	o := drainOptions(&out)
+	o.Timeout = time.Second
+	_, err := drain.Drain(ctx, c.client, "n1", o)
+	if err == nil || !strings.Contains(out.String(), `evicting default/guarded: Cannot evict pod as it would violate the pod's disruption budget. (The disruption budget g needs 1 healthy pods and has 1 currently); asking again in 50ms`) {
 		t.Fatalf("drain past a budget: %v\n%s", err, &out)
 	}
 	if p, err := c.client.CoreV1().Pods("default").Get(ctx, "guarded", metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {

@@ -3,7 +3,6 @@ package kubelite_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/kubectl/pkg/drain"
+
+	"github.com/openctl/openctl/internal/drain"
 )
 
 // ageColumns are ages in kubectl's tables ("3s", "2m10s").
@@ -42,7 +42,7 @@ func kubeconfigFile(t *testing.T, cfg *rest.Config) string {
 }
 
 // providerCalls makes the Kubernetes calls the K3s provider makes — node
-// get and list, cordon and drain with k8s.io/kubectl/pkg/drain, the
+// get and list, cordon, drain and uncordon with its drain, the
 // kube-vip Lease read and handed over, a node deleted — and returns what
 // each answered, normalized.
 func providerCalls(t *testing.T, cfg *rest.Config) []string {
@@ -77,14 +77,13 @@ func providerCalls(t *testing.T, cfg *rest.Config) []string {
 		names = append(names, n.Name+"="+string(n.Status.NodeInfo.KubeletVersion))
 	}
 	note("list", names, err)
-	h := &drain.Helper{Ctx: ctx, Client: cs, Force: true, IgnoreAllDaemonSets: true, DeleteEmptyDirData: true, GracePeriodSeconds: -1, Timeout: 20 * time.Second, Out: io.Discard, ErrOut: io.Discard}
-	err = drain.RunCordonOrUncordon(h, node, true)
+	err = drain.Cordon(ctx, cs, "p1")
 	note("cordon", nil, err)
 	node, err = cs.CoreV1().Nodes().Get(ctx, "p1", metav1.GetOptions{})
 	note("cordoned", node.Spec.Unschedulable, err)
-	err = drain.RunNodeDrain(h, "p1")
+	_, err = drain.Drain(ctx, cs, "p1", drain.Options{Force: true, IgnoreDaemonSets: true, DeleteEmptyDirData: true, Timeout: 20 * time.Second})
 	note("drain", nil, err)
-	err = drain.RunCordonOrUncordon(h, node, false)
+	err = drain.Uncordon(ctx, cs, "p1")
 	note("uncordon", nil, err)
 	leases := cs.CoordinationV1().Leases("kube-system")
 	holder := "p1"

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/openctl/openctl v0.0.0
+	github.com/stretchr/testify v1.12.1
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/cli-runtime v0.37.2
