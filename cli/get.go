@@ -28,6 +28,9 @@ qualified by its provider as KIND.PROVIDER), or show the named ones.
 
 Resources openctl applied are shown with the spec as recorded in the state and
 their live status, so that "get -o yaml" output applied again changes nothing;
+as with kubectl, -o yaml and -o json print a List (apiVersion v1, kind List,
+items) for a list query, even of one resource or none, and the object itself
+for a get by one name;
 AGE is the time since openctl created them. Other resources the provider can
 see are listed as the provider reports them.
 
@@ -79,7 +82,10 @@ provider configuration.`,
 			if len(rs) == 0 && err != nil {
 				return err // not "No resources found." (or "[]") as well
 			}
-			if perr := output.Print(a.stdout, f, rs, output.Options{Kind: kr.Kind, Ages: ages, Empty: a.stderr}); perr != nil {
+			// kubectl's rule: a get by one name prints the object, any
+			// other query a List.
+			o := output.Options{Kind: kr.Kind, Ages: ages, Empty: a.stderr, Object: len(args) == 2}
+			if perr := output.Print(a.stdout, f, rs, o); perr != nil {
 				return errors.Join(err, perr)
 			}
 			return err

@@ -28,7 +28,10 @@ func Decode(r io.Reader, file string) ([]*Resource, error) {
 // DecodeBytes decodes the manifests in data: multi-document YAML, or JSON
 // (a single object, an array of objects, or a stream of objects) when the
 // first byte that is not white space is '{' or '['. Empty YAML documents are
-// skipped. file names the input in errors and in each resource's Source.
+// skipped. A document that is a kubectl-style List (apiVersion v1, kind
+// List, items) stands for its items, as `kubectl get -o yaml` and
+// [EncodeYAMLList] write several objects. file names the input in errors
+// and in each resource's Source.
 //
 // Decoding is strict; see the package documentation for the rules. Every
 // problem found is reported, as an errors.Join of [*Error] values sorted by
@@ -136,10 +139,9 @@ func (c *converter) decodeYAML(data []byte) []*Resource {
 		if line, col := c.pos(root); c.tooMany(index, line, col) {
 			return rs
 		}
-		if r := c.document(root, index); r != nil {
-			rs = append(rs, r)
-		}
-		index++
+		got, n := c.documents(root, index)
+		rs = append(rs, got...)
+		index += n
 	}
 }
 

@@ -67,7 +67,8 @@
 // [DecodeBytes] and [Decode] read a multi-document YAML stream ("---"
 // between documents; empty documents are skipped) or, when the input's
 // first character other than white space is '{' or '[', JSON: one object,
-// an array of objects, or a stream of objects. [Load] reads files,
+// an array of objects, or a stream of objects. A kubectl-style List
+// (apiVersion v1, kind List, items) stands for its items. [Load] reads files,
 // directories and standard input and also rejects resources defined twice
 // ([CheckDuplicates]). Decoding is strict:
 //
@@ -113,7 +114,8 @@
 //
 // [Validate] applies the same checks to a resource built in code.
 // [EncodeYAML] and [EncodeJSON] write resources in a stable field order
-// (for "get -o yaml" and re-applying); their output decodes back to equal
+// (for "get -o yaml" and re-applying), [EncodeYAMLList] and
+// [EncodeJSONList] the same as a List; their output decodes back to equal
 // resources.
 //
 // # Concurrency

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -123,14 +124,43 @@ type jsonMetadata struct {
 // decodes back, with [DecodeBytes], to equal resources, except that strings
 // that are not valid UTF-8 have their bad bytes replaced by U+FFFD.
 func EncodeJSON(w io.Writer, rs ...*Resource) error {
+	out, err := jsonResources(rs)
+	if err != nil {
+		return err
+	}
+	if len(out) == 1 {
+		return writeJSON(w, out[0])
+	}
+	return writeJSON(w, out)
+}
+
+// EncodeJSONList writes the resources as a kubectl-style List, indented
+// by 2 spaces: {"apiVersion": "v1", "kind": "List", "items": [...]},
+// whatever their number ("items": [] for none), each item as
+// [EncodeJSON] writes a resource. [DecodeBytes] reads a List back as its
+// items.
+func EncodeJSONList(w io.Writer, rs ...*Resource) error {
+	items, err := jsonResources(rs)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, struct {
+		APIVersion string         `json:"apiVersion"`
+		Kind       string         `json:"kind"`
+		Items      []jsonResource `json:"items"`
+	}{"v1", "List", items})
+}
+
+// jsonResources is the JSON form of each resource.
+func jsonResources(rs []*Resource) ([]jsonResource, error) {
 	out := make([]jsonResource, 0, len(rs))
 	for _, r := range rs {
 		if r == nil {
-			return &Error{Msg: "cannot encode a nil resource"}
+			return nil, &Error{Msg: "cannot encode a nil resource"}
 		}
 		o, err := orderedObject(r)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		j := jsonResource{APIVersion: r.APIVersion, Kind: r.Kind, Metadata: jsonMetadata{Name: r.Metadata.Name, Namespace: r.Metadata.Namespace}}
 		if r.Metadata.Labels != nil {
@@ -149,17 +179,52 @@ func EncodeJSON(w io.Writer, rs ...*Resource) error {
 		}
 		out = append(out, j)
 	}
+	return out, nil
+}
+
+// writeJSON writes v indented by 2 spaces, HTML characters as they are.
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	var err error
-	if len(out) == 1 {
-		err = enc.Encode(out[0])
-	} else {
-		err = enc.Encode(out)
-	}
-	if err != nil {
+	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("manifest: encode JSON: %w", err)
+	}
+	return nil
+}
+
+// EncodeYAMLList writes the resources as a kubectl-style List document:
+// apiVersion v1, kind List, and items, each item as [EncodeYAML] writes
+// a resource ("items: []" for none). [DecodeBytes] reads a List back as
+// its items.
+func EncodeYAMLList(w io.Writer, rs ...*Resource) error {
+	var b bytes.Buffer
+	b.WriteString("apiVersion: v1\nkind: List\n")
+	if len(rs) == 0 {
+		b.WriteString("items: []\n")
+	} else {
+		b.WriteString("items:\n")
+	}
+	var one bytes.Buffer
+	for _, r := range rs {
+		one.Reset()
+		if err := EncodeYAML(&one, r); err != nil {
+			return err
+		}
+		// The resource's lines, indented under its "- ": block scalars
+		// keep their relative indentation; empty lines stay empty.
+		for i, line := range bytes.SplitAfter(one.Bytes(), []byte("\n")) {
+			switch {
+			case i == 0:
+				b.WriteString("- ")
+			case len(bytes.TrimRight(line, "\n")) > 0:
+				b.WriteString("  ")
+			}
+			b.Write(line)
+		}
+	}
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return fmt.Errorf("manifest: encode: %w", err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package manifest_test
 import (
 	"bytes"
 	"errors"
+	"io"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +16,12 @@ import (
 // decodeSeeds are valid and malformed manifests for FuzzDecode.
 var decodeSeeds = []string{
 	// Valid.
+	"apiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(strings.TrimSuffix(vmYAML("a"), "\n"), "\n", "\n  ") + "\n",
+	"apiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: \"\"\nitems: []\n",
+	`{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "proxmox.openctl.io/v1", "kind": "VirtualMachine", "metadata": {"name": "a"}}]}`,
+	// A List's problems.
+	"apiVersion: v1\nkind: List\nitems: 3\n",
+	"apiVersion: v1\nkind: List\nextra: 1\nitems:\n- {apiVersion: a.openctl.io/v1, kind: K}\n",
 	vmHead,
 	vmHead + "spec:\n  cores: 2\n  disks:\n    - size: 32G\n  ratio: 0.5\n  on: true\n  none: ~\nstatus:\n  ip: 10.0.0.5\n",
 	vmHead + "  namespace: prod\n  labels: {tier: web}\n  annotations:\n    note: |\n      multi\n      line\n---\n---\n" + vmYAML("web-02"),
@@ -97,6 +104,26 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("EncodeJSON output does not decode: %v\n%s", err, out.String())
 		}
 		compareResources(t, rs, back, allUTF8(rs))
+
+		// The same resources as a List read back as its items.
+		for _, l := range []struct {
+			name   string
+			encode func(io.Writer, ...*manifest.Resource) error
+			values bool
+		}{{"list.yaml", manifest.EncodeYAMLList, true}, {"list.json", manifest.EncodeJSONList, allUTF8(rs)}} {
+			out.Reset()
+			if err := l.encode(&out, rs...); err != nil {
+				t.Fatalf("%s: %v", l.name, err)
+			}
+			if out.Len() > maxInput/4 {
+				continue // one document: larger than decoding accepts
+			}
+			back, err = manifest.DecodeBytes(out.Bytes(), l.name)
+			if err != nil {
+				t.Fatalf("%s output does not decode: %v\n%s", l.name, err, out.String())
+			}
+			compareResources(t, rs, back, l.values)
+		}
 	})
 }
 

@@ -35,10 +35,12 @@ func (c *converter) decodeJSON(data []byte) []*Resource {
 		}
 		if len(raw) > maxDocumentSize {
 			c.errs.add(&Error{File: c.file, Line: line, Column: col, Msg: fmt.Sprintf("value is larger than %d MiB (%d bytes); split it into several resources", maxDocumentSize>>20, len(raw))})
-		} else if r := c.jsonValue(raw, line-1, col-1, index); r != nil {
-			rs = append(rs, r)
+			index++
+		} else {
+			got, n := c.jsonValue(raw, line-1, col-1, index)
+			rs = append(rs, got...)
+			index += n
 		}
-		index++
 	}
 	for {
 		next := skipJSONSpace(data, int(dec.InputOffset()))
@@ -78,8 +80,8 @@ func (c *converter) decodeJSON(data []byte) []*Resource {
 }
 
 // jsonValue parses one JSON value that starts lineOff lines and colOff
-// columns into the file and decodes it as a document.
-func (c *converter) jsonValue(raw []byte, lineOff, colOff, index int) *Resource {
+// columns into the file and decodes it as a document (see documents).
+func (c *converter) jsonValue(raw []byte, lineOff, colOff, index int) ([]*Resource, int) {
 	c.json, c.lineOff, c.colOff = true, lineOff, colOff
 	defer func() { c.json, c.lineOff, c.colOff = false, 0, 0 }()
 	src := yamlSafeJSON(raw)
@@ -89,14 +91,14 @@ func (c *converter) jsonValue(raw []byte, lineOff, colOff, index int) *Resource 
 			err = errors.New("empty value")
 		}
 		c.syntaxError(err, src, "JSON")
-		return nil
+		return nil, 1
 	}
 	root := documentRoot(&doc)
 	if root == nil {
 		c.errorf(nil, "", "empty JSON value")
-		return nil
+		return nil, 1
 	}
-	return c.document(root, index)
+	return c.documents(root, index)
 }
 
 // jsonError reports an error from encoding/json at the position it names.

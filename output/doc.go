@@ -35,12 +35,12 @@
 //
 // # YAML, JSON and names
 //
-// YAML and JSON are [manifest.EncodeYAML] and [manifest.EncodeJSON] of the
-// redacted resources, status included: their output decodes back with
-// [manifest.DecodeBytes], so "get -o yaml" can be edited and applied again.
-// Several resources are a "---"-separated YAML stream or a JSON array (the
-// decoder does not read a kubectl-style List object). The [Name] format
-// prints [NameOf] each resource: "service/web-01".
+// YAML and JSON print the redacted resources, status included, as kubectl
+// does: a list query is a List (apiVersion v1, kind List, items) even of
+// one resource or none, a get by one name ([Options].Object) the object
+// itself. Both decode back with [manifest.DecodeBytes], so "get -o yaml"
+// can be edited and applied again. The [Name] format prints [NameOf] each
+// resource: "service/web-01".
 //
 // # Plans: text, JSON and Markdown
 //

@@ -34,7 +34,9 @@ func ExamplePrint() {
 		Now:  func() time.Time { return now },
 	}
 	_ = output.Print(os.Stdout, output.Wide, []*manifest.Resource{web, db}, o)
-	_ = output.Print(os.Stdout, output.YAML, []*manifest.Resource{web}, o)
+	byName := o
+	byName.Object = true // a get by one name prints the object, not a List
+	_ = output.Print(os.Stdout, output.YAML, []*manifest.Resource{web}, byName)
 	_ = output.Print(os.Stdout, output.Name, []*manifest.Resource{web, db}, o)
 	// Output:
 	// NAME     ZONE     ADDRESS            REPLICAS   AGE

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -153,11 +154,13 @@ func TestPrintEmpty(t *testing.T) {
 			assert.Equal(t, "No resources found.\n", errw.String())
 		})
 	}
-	assert.Equal(t, "", print(t, output.YAML, nil, output.Options{}))
-	assert.Equal(t, "[]\n", print(t, output.JSON, nil, output.Options{}))
-	rs, err := manifest.DecodeBytes([]byte("[]\n"), "-")
-	require.NoError(t, err)
-	assert.Empty(t, rs)
+	assert.Equal(t, "apiVersion: v1\nkind: List\nitems: []\n", print(t, output.YAML, nil, output.Options{}))
+	assert.Equal(t, "{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\",\n  \"items\": []\n}\n", print(t, output.JSON, nil, output.Options{}))
+	for _, f := range []output.Format{output.YAML, output.JSON} {
+		rs, err := manifest.DecodeBytes([]byte(print(t, f, nil, output.Options{Object: true})), "-")
+		require.NoError(t, err)
+		assert.Empty(t, rs, "Object with nothing to print is an empty List")
+	}
 }
 
 func TestPrintName(t *testing.T) {
@@ -186,21 +189,22 @@ func (w failWriter) Write([]byte) (int, error) { return 0, w.err }
 func TestPrintRoundTrip(t *testing.T) {
 	rs, _ := fixtures()
 	for _, tc := range []struct {
-		f     output.Format
-		rs    []*manifest.Resource
-		start string
+		f      output.Format
+		rs     []*manifest.Resource
+		object bool
+		start  string
 	}{
-		{output.YAML, rs[:1], "apiVersion: "},
-		{output.YAML, rs, "apiVersion: "},
-		{output.JSON, rs[:1], "{"},
-		{output.JSON, rs, "["},
+		{output.YAML, rs[:1], false, "apiVersion: v1\nkind: List\nitems:\n- apiVersion: demo.openctl.io/v1\n"},
+		{output.YAML, rs[:1], true, "apiVersion: demo.openctl.io/v1\n"},
+		{output.YAML, rs, false, "apiVersion: v1\nkind: List\nitems:\n- apiVersion: demo.openctl.io/v1\n"},
+		{output.YAML, rs, true, "apiVersion: v1\nkind: List\n"},
+		{output.JSON, rs[:1], false, "{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\",\n  \"items\": [\n"},
+		{output.JSON, rs[:1], true, "{\n  \"apiVersion\": \"demo.openctl.io/v1\",\n"},
+		{output.JSON, rs, false, "{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\",\n"},
 	} {
-		t.Run(string(tc.f)+"/"+strings.Repeat("x", len(tc.rs)), func(t *testing.T) {
-			out := print(t, tc.f, tc.rs, output.Options{Kind: svcKind})
+		t.Run(fmt.Sprintf("%s/%d/object=%v", tc.f, len(tc.rs), tc.object), func(t *testing.T) {
+			out := print(t, tc.f, tc.rs, output.Options{Kind: svcKind, Object: tc.object})
 			assert.True(t, strings.HasPrefix(out, tc.start), out)
-			if tc.f == output.YAML && len(tc.rs) > 1 {
-				assert.Contains(t, out, "\n---\n")
-			}
 			back, err := manifest.DecodeBytes([]byte(out), "out")
 			require.NoError(t, err)
 			require.Len(t, back, len(tc.rs))
@@ -211,13 +215,6 @@ func TestPrintRoundTrip(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestDecoderRejectsList records why JSON output for several resources is
-// an array and not kubectl's List object: apply could not read it back.
-func TestDecoderRejectsList(t *testing.T) {
-	_, err := manifest.DecodeBytes([]byte(`{"apiVersion":"v1","kind":"List","items":[]}`), "list.json")
-	require.ErrorIs(t, err, errcode.Invalid)
 }
 
 func TestPrintRedactsSecrets(t *testing.T) {
@@ -305,13 +302,21 @@ func TestNames(t *testing.T) {
 	assert.Equal(t, "zone/zone-a", names(manifest.ID{Kind: "Zone", Name: "zone-a"}))
 }
 
-// TestPrintJSONShape checks JSON is an object for one resource, an array for several.
+// TestPrintJSONShape checks JSON is a List for a list query, of one
+// resource too, and the object itself for a get by one name.
 func TestPrintJSONShape(t *testing.T) {
 	rs, _ := fixtures()
+	var list struct {
+		APIVersion, Kind string
+		Items            []map[string]any
+	}
+	for _, n := range []int{0, 1, 3} {
+		require.NoError(t, json.Unmarshal([]byte(print(t, output.JSON, rs[:n], output.Options{})), &list))
+		assert.Equal(t, "v1", list.APIVersion)
+		assert.Equal(t, "List", list.Kind)
+		assert.Len(t, list.Items, n)
+	}
 	var one map[string]any
-	require.NoError(t, json.Unmarshal([]byte(print(t, output.JSON, rs[:1], output.Options{})), &one))
+	require.NoError(t, json.Unmarshal([]byte(print(t, output.JSON, rs[:1], output.Options{Object: true})), &one))
 	assert.Equal(t, "Service", one["kind"])
-	var many []map[string]any
-	require.NoError(t, json.Unmarshal([]byte(print(t, output.JSON, rs, output.Options{})), &many))
-	assert.Len(t, many, 3)
 }

@@ -28,6 +28,10 @@ type Options struct {
 	Now func() time.Time
 	// NoHeaders leaves out the table header.
 	NoHeaders bool
+	// Object prints YAML and JSON as the one resource itself rather than
+	// a List holding it: kubectl's rule for a get by one name. It applies
+	// when there is exactly one resource.
+	Object bool
 	// Empty receives the [NoResources] message when there is nothing to
 	// print in the table, wide or name format; nil means the writer given
 	// to Print. A CLI passes standard error here, as kubectl does, so that
@@ -48,12 +52,12 @@ func (o Options) now() time.Time {
 //   - Table and Wide: NAME, the kind's columns and AGE, aligned like
 //     kubectl (see the package documentation). When the resources are of
 //     several kinds, NAME holds [NameOf] each resource.
-//   - YAML: [manifest.EncodeYAML]'s stream ("---" between resources);
-//     nothing for an empty list.
-//   - JSON: [manifest.EncodeJSON]'s form: a single object for one
-//     resource, an array otherwise ("[]" for none). The manifest decoder
-//     reads arrays but not a kubectl-style {"kind": "List"}, so an array
-//     is what can be fed back to apply.
+//   - YAML and JSON: a kubectl-style List (apiVersion v1, kind List,
+//     items), whatever the number of resources, [manifest.EncodeYAMLList]
+//     and [manifest.EncodeJSONList]; with [Options].Object and one
+//     resource, that resource alone ([manifest.EncodeYAML],
+//     [manifest.EncodeJSON]). Both decode back, so the output can be fed
+//     to apply.
 //   - Name: [NameOf] each resource, one per line.
 //
 // An empty f is Table; an unknown one is an [errcode.Invalid] error, as is
@@ -75,11 +79,17 @@ func Print(w io.Writer, f Format, rs []*manifest.Resource, o Options) error {
 	var err error
 	switch f {
 	case YAML:
-		if len(red) > 0 {
+		if o.Object && len(red) == 1 {
 			err = manifest.EncodeYAML(w, red...)
+		} else {
+			err = manifest.EncodeYAMLList(w, red...)
 		}
 	case JSON:
-		err = manifest.EncodeJSON(w, red...)
+		if o.Object && len(red) == 1 {
+			err = manifest.EncodeJSON(w, red...)
+		} else {
+			err = manifest.EncodeJSONList(w, red...)
+		}
 	default:
 		if len(red) == 0 {
 			empty := o.Empty
