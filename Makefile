@@ -2,7 +2,7 @@
 GO ?= go
 FUZZTIME ?= 30s
 
-.PHONY: all run run-vms test clienttest vet fmt-check test-race fuzz-seeds bench fuzz examples cross test-deps standin standin-test tools-test
+.PHONY: all api run run-vms test clienttest vet fmt-check test-race fuzz-seeds bench fuzz examples cross test-deps standin standin-test tools-test
 
 all: test
 
@@ -120,6 +120,12 @@ cross:
 	  echo "== linux/$$arch ./cmd/openctl-agent (CGO_ENABLED=0) -> bin/openctl-agent-linux-$$arch"; \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -o bin/openctl-agent-linux-$$arch ./cmd/openctl-agent || exit 1; \
 	done
+
+## api: rewrite the exported-API golden files under api/ after an
+## exported change (TestAPI fails until they match; say what changed in
+## CHANGELOG.md)
+api:
+	$(GO) test -run '^TestAPI$$' -update-api .
 
 ## bench: the performance figures quoted in the README and the issues
 bench:
