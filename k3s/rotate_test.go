@@ -112,7 +112,15 @@ func testRotateAgentCA(t *testing.T, e *env, c *manifest.Resource, s1, a1 *k3ste
 	t.Logf("the resumed rotation took %s", time.Since(start).Round(time.Millisecond))
 	assert.Contains(t, res.Message, c.ID().Name+": agent CA rotated on 2 nodes")
 	assert.Contains(t, res.Message, "finishing an interrupted rotation")
-	time.Sleep(300 * time.Millisecond) // a few more polls with the final PKI
+	// A few more polls with the final PKI.
+	mu.Lock()
+	rotated := polls
+	mu.Unlock()
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return polls >= rotated+3
+	}, 30*time.Second, 20*time.Millisecond, "the agents are polled after the rotation")
 	stopPolling()
 	<-polled
 	mu.Lock()
