@@ -723,18 +723,22 @@ func (s *soakEnv) checkGet(ctx context.Context, tr *soakTrial) {
 		tr.fail("get vms failed", "exit %d: %s", code, soakErrorLine(out))
 		return
 	}
-	var list []struct {
-		Metadata struct{ Name string } `json:"metadata"`
-		Status   struct {
-			State string `json:"state"`
-			IP    string `json:"ip"`
-			VMID  int    `json:"vmid"`
-		} `json:"status"`
+	var got struct {
+		Kind  string `json:"kind"`
+		Items []struct {
+			Metadata struct{ Name string } `json:"metadata"`
+			Status   struct {
+				State string `json:"state"`
+				IP    string `json:"ip"`
+				VMID  int    `json:"vmid"`
+			} `json:"status"`
+		} `json:"items"`
 	}
-	if err := json.Unmarshal([]byte(out), &list); err != nil {
-		tr.fail("get vms failed", "not JSON: %v: %s", err, out)
+	if err := json.Unmarshal([]byte(out), &got); err != nil || got.Kind != "List" {
+		tr.fail("get vms failed", "not a JSON List: %v: %s", err, out)
 		return
 	}
+	list := got.Items
 	for _, name := range s.names {
 		n := 0
 		for _, r := range list {
