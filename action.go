@@ -58,8 +58,8 @@ func (e *Engine) Do(ctx context.Context, id manifest.ID, action string, args map
 	if ctx, err = e.withPrior(ctx, id); err != nil {
 		return nil, err
 	}
-	ctx = registry.WithStepReporter(ctx, func(step string) {
-		e.emit(Event{Type: EventStep, ID: id, Op: action, Step: step})
+	ctx = withCall(ctx, func(c *registry.Call) {
+		c.Step = func(step string) { e.emit(Event{Type: EventStep, ID: id, Op: action, Step: step}) }
 	})
 	var res *registry.ActionResult
 	err = e.safeTop(action, id, func() (err error) {

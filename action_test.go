@@ -32,7 +32,7 @@ func (p *rotatingProvider) Do(ctx context.Context, req registry.ActionRequest) (
 	}
 	live.Status["token"] = "rotated"
 	p.Put(live)
-	registry.ReportStep(ctx, "token replaced")
+	registry.CallOf(ctx).ReportStep("token replaced")
 	if p.during != nil {
 		p.during(ctx)
 	}

@@ -27,7 +27,7 @@ import (
 // dependency cycle. It then takes the state lock and checks, still before
 // any provider write, the preconditions: it reads the state store's
 // identity (state.Identified), which every provider call then sees as
-// registry.Owner; it asks a store that can say so (a method
+// registry.Call.Owner; it asks a store that can say so (a method
 // Unlock(ctx) error) whether it can seal and open secrets, when a kind
 // has secret fields; and it makes sure every $ref target outside the call
 // exists. A failure there is returned with a nil Report; a state store's
@@ -77,8 +77,8 @@ func (e *Engine) Apply(ctx context.Context, resources ...*manifest.Resource) (*R
 func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 	id := n.id
 	fail := func(err error) error { return wrapf(err, "apply %s%s", id.Short(), at(n.res)) }
-	ctx = registry.WithStepReporter(ctx, func(step string) {
-		e.emit(Event{Type: EventStep, ID: id, Op: "apply", Step: step})
+	ctx = withCall(ctx, func(c *registry.Call) {
+		c.Step = func(step string) { e.emit(Event{Type: EventStep, ID: id, Op: "apply", Step: step}) }
 	})
 	// A composite's children are what its Plan says; any other provider
 	// may apply children of its own (an exec plugin dispatching), which
@@ -86,7 +86,7 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 	var kids *childLog
 	if !n.kind.Composite {
 		kids = newChildLog(e, id)
-		ctx = registry.WithChildRecorder(ctx, kids)
+		ctx = withCall(ctx, func(c *registry.Call) { c.Children = kids })
 	}
 
 	resolved, err := e.resolveForApply(ctx, n)
@@ -140,9 +140,14 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 		}
 	}
 
-	if n.kind.ReadsPrior && rec != nil {
-		ctx = registry.WithPrior(ctx, rec.Revealed())
-	}
+	ctx = withCall(ctx, func(c *registry.Call) {
+		if n.kind.ReadsPrior && rec != nil {
+			c.Prior = rec.Revealed()
+		}
+		if n.parent != nil {
+			c.Parent = n.parent.DeepCopy()
+		}
+	})
 	var out *manifest.Resource
 	attempts, err := e.retry(ctx, id, "apply", func(ctx context.Context) error {
 		return e.safe("apply", id, func() (err error) { out, err = n.prov.Apply(ctx, resolved); return err })
@@ -161,20 +166,10 @@ func (e *Engine) applyOne(ctx context.Context, n *node, p *progress) error {
 		}
 		return fail(errcode.New(errcode.Internal, fmt.Sprintf("provider %q returned %s from Apply", n.prov.Name(), got)))
 	}
-	ready, err := e.waitReady(ctx, n, out)
 	// The provider made the change: record it even if ctx was cancelled
 	// meanwhile, so that state never forgets a resource that exists.
 	wctx, cancel := afterWrite(ctx)
 	defer cancel()
-	if err != nil {
-		// Recorded without a spec hash, so the next Apply calls the
-		// provider again and waits for readiness again.
-		if rerr := e.record(wctx, n, rec, "", out, false); rerr != nil {
-			e.log.Error("cannot record applied resource", "resource", id.String(), "err", rerr.Error())
-		}
-		return fail(err)
-	}
-	out = ready
 	if err := e.record(wctx, n, rec, hash, out, false); err != nil {
 		return fail(&StateError{Op: "record", ID: id, Err: err})
 	}
@@ -255,43 +250,6 @@ func (e *Engine) resolveForApply(ctx context.Context, n *node) (*manifest.Resour
 func (e *Engine) declares(id manifest.ID, field string) bool {
 	_, kind, err := e.reg.Lookup(id)
 	return err == nil && len(kind.Fields) > 0 && kind.HasField(field)
-}
-
-// waitReady polls a ReadyChecker provider until the resource is ready, an
-// error occurs or the ready deadline passes.
-func (e *Engine) waitReady(ctx context.Context, n *node, live *manifest.Resource) (*manifest.Resource, error) {
-	rc, ok := n.prov.(registry.ReadyChecker)
-	if !ok {
-		return live, nil
-	}
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, e.ready.Timeout)
-	defer cancel()
-	b := backoff.Policy{Initial: e.ready.Initial, Max: e.ready.Max, Multiplier: 1.5, Jitter: 0.1}.Start()
-	for {
-		var ready bool
-		var reason string
-		err := e.safe("ready", n.id, func() (err error) { ready, reason, err = rc.Ready(ctx, live); return err })
-		if err != nil && !errcode.Retryable(err) {
-			return nil, err
-		}
-		if err == nil && ready {
-			return live, nil
-		}
-		if reason == "" && err != nil {
-			reason = err.Error()
-		}
-		e.emit(Event{Type: EventWaiting, ID: n.id, Op: "apply", Step: reason})
-		if werr := b.Wait(ctx); werr != nil {
-			if parent.Err() == nil {
-				return nil, errcode.New(errcode.Transient, fmt.Sprintf("not ready after %s: %s", e.ready.Timeout, reason))
-			}
-			return nil, fmt.Errorf("%w (waiting for readiness: %s)", context.Cause(parent), reason)
-		}
-		if live, err = e.get(ctx, n, "apply"); err != nil {
-			return nil, err
-		}
-	}
 }
 
 // record writes n's state record. With statusOnly, it writes only when

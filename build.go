@@ -23,13 +23,14 @@ type node struct {
 	prov     registry.Provider
 	kind     registry.Kind
 	owner    *manifest.ID
-	children []manifest.ID // sorted
-	deps     []manifest.ID // every $ref target, sorted
-	refs     []refs.Ref    // every $ref marker (not set for deletes)
-	refused  error         // set when the node must fail without running
-	del      bool          // delete the resource instead of applying it
-	recorded bool          // for a delete: the state has a record of it
-	cascade  bool          // for a delete: its owner is deleted in the same operation
+	parent   *manifest.Resource // the owner as this operation applies it (registry.Call.Parent); nil when it is not in the operation
+	children []manifest.ID      // sorted
+	deps     []manifest.ID      // every $ref target, sorted
+	refs     []refs.Ref         // every $ref marker (not set for deletes)
+	refused  error              // set when the node must fail without running
+	del      bool               // delete the resource instead of applying it
+	recorded bool               // for a delete: the state has a record of it
+	cascade  bool               // for a delete: its owner is deleted in the same operation
 }
 
 // op names what the operation does to n: "apply" or "delete".
@@ -146,7 +147,7 @@ func (e *Engine) add(ctx context.Context, s *set, r *manifest.Resource, owner *n
 	}
 	n := &node{id: id, key: id.String(), res: r, prov: p, kind: kind}
 	if owner != nil {
-		n.owner = &owner.id
+		n.owner, n.parent = &owner.id, owner.res
 	}
 	s.nodes[n.key] = n
 	if !kind.Composite {
@@ -247,6 +248,9 @@ func (e *Engine) addPrunes(ctx context.Context, s *set) error {
 			before := len(s.nodes)
 			if err := e.addForDelete(ctx, s, c, &n.id, 0, nil, false); err != nil {
 				return err
+			}
+			if cn := s.node(c); cn != nil && cn.del {
+				cn.parent = n.res
 			}
 			pruned = pruned || len(s.nodes) > before
 		}

@@ -34,7 +34,7 @@ func packID(name string) manifest.ID {
 }
 
 func (p *packer) Apply(ctx context.Context, r *manifest.Resource) (*manifest.Resource, error) {
-	rec := registry.ChildRecorderOf(ctx)
+	rec := registry.CallOf(ctx).Children
 	if rec == nil {
 		return nil, errcode.New(errcode.Internal, "no child recorder installed")
 	}
@@ -185,7 +185,7 @@ func TestChildRecorderRefusesSelf(t *testing.T) {
 type selfRecorder struct{ *providertest.Fake }
 
 func (s *selfRecorder) Apply(ctx context.Context, r *manifest.Resource) (*manifest.Resource, error) {
-	if err := registry.ChildRecorderOf(ctx).ChildListed(ctx, r.ID()); err != nil {
+	if err := registry.CallOf(ctx).Children.ChildListed(ctx, r.ID()); err != nil {
 		return nil, err
 	}
 	return s.Fake.Apply(ctx, r)

@@ -167,17 +167,20 @@ func (e *Engine) ownedBy(ctx context.Context, s *set, id manifest.ID) ([]manifes
 
 func (e *Engine) deleteOne(ctx context.Context, n *node, p *progress) error {
 	id := n.id
-	ctx = registry.WithStepReporter(ctx, func(step string) {
-		e.emit(Event{Type: EventStep, ID: id, Op: "delete", Step: step})
+	ctx = withCall(ctx, func(c *registry.Call) {
+		c.Step = func(step string) { e.emit(Event{Type: EventStep, ID: id, Op: "delete", Step: step}) }
+		c.Children = newChildLog(e, id)
 	})
-	ctx = registry.WithChildRecorder(ctx, newChildLog(e, id))
 	ctx, err := e.withPrior(ctx, id)
 	if err != nil {
 		return wrapf(err, "delete %s", id.Short())
 	}
-	if n.cascade {
-		ctx = registry.WithCascade(ctx)
-	}
+	ctx = withCall(ctx, func(c *registry.Call) {
+		c.Cascade = n.cascade
+		if n.parent != nil {
+			c.Parent = n.parent.DeepCopy()
+		}
+	})
 	// A resource that is already gone is reported as unchanged, not as
 	// deleted: nothing was deleted. A recorded resource with children is
 	// deleted without reading it first: its children went first, and with

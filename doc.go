@@ -25,7 +25,7 @@
 // resource defined twice, a dependency cycle — fails the whole call before
 // anything is touched, with every problem named. So do the preconditions
 // checked once the state lock is taken: the state store's identity
-// (handed to providers as registry.Owner), a store that cannot seal the
+// (handed to providers as registry.Call.Owner), a store that cannot seal the
 // secrets it would have to record ([StateError]), and a $ref to a
 // resource outside the call that does not exist.
 //
@@ -36,8 +36,8 @@
 // unchanged manifests makes no provider writes. The engine retries whole
 // provider calls that fail with errcode.Transient, with capped exponential
 // backoff and jitter; providers do not retry those calls themselves (the
-// rule is spelled out at [WithRetry]). Providers that implement
-// registry.ReadyChecker are polled until ready ([ReadyPolicy]). A panic in
+// rule is spelled out at [WithRetry]). A provider that leaves a resource
+// starting waits for it inside Apply. A panic in
 // a provider is recovered and reported as an Internal error for that
 // resource.
 //

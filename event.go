@@ -19,8 +19,8 @@ const (
 	// EventRetrying: a transient failure; the call is retried after
 	// Event.Delay.
 	EventRetrying EventType = "retrying"
-	// EventWaiting: applied, waiting for the provider to report it ready
-	// (Event.Step holds the provider's reason).
+	// EventWaiting: waiting for a $ref's target to report the field the
+	// resource needs (Event.Step says which).
 	EventWaiting EventType = "waiting"
 	// EventSucceeded: done; Event.Outcome says what was done.
 	EventSucceeded EventType = "succeeded"
@@ -50,8 +50,8 @@ type Event struct {
 	// Outcome is set on EventSucceeded (and on EventFailed/EventSkipped as
 	// OutcomeFailed/OutcomeSkipped).
 	Outcome Outcome
-	// Step is the provider's step (EventStep) or readiness reason
-	// (EventWaiting).
+	// Step is the provider's step (EventStep) or what the resource waits
+	// for (EventWaiting).
 	Step string
 	// Attempt is the attempt that failed (EventRetrying).
 	Attempt int

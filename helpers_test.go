@@ -23,7 +23,6 @@ const testAV = "test.openctl.io/v1"
 // first takes status.ip from the first through a $ref.
 type testProvider struct {
 	*providertest.Fake
-	ready func(live *manifest.Resource) (bool, string, error) // optional ReadyChecker
 	diff  func(desired, live *manifest.Resource) registry.Diff
 }
 
@@ -55,14 +54,8 @@ func (p *testProvider) Plan(ctx context.Context, r *manifest.Resource) ([]*manif
 	return out, nil
 }
 
-// readyProvider and differProvider expose the optional interfaces only
-// when a test wants them.
-type readyProvider struct{ *testProvider }
-
-func (p readyProvider) Ready(ctx context.Context, live *manifest.Resource) (bool, string, error) {
-	return p.ready(live)
-}
-
+// differProvider exposes the optional interface only when a test wants
+// it.
 type differProvider struct{ *testProvider }
 
 func (p differProvider) Diff(ctx context.Context, desired, live *manifest.Resource) (registry.Diff, error) {

@@ -35,12 +35,11 @@ type Engine struct {
 	obsMu sync.Mutex // serialises observer calls
 }
 
-// ReadyPolicy controls how the engine waits for a resource whose provider
-// implements registry.ReadyChecker: it polls with capped exponential
-// backoff until the resource is ready or Timeout passes. Apply waits the
-// same way for a $ref's target to report a field its kind declares
-// (registry.Kind.Fields) but does not have yet, such as a new VM's
-// status.sshHostKey before its guest agent answers.
+// ReadyPolicy controls how Apply waits for a $ref's target to report a
+// field its kind declares (registry.Kind.Fields) but does not have yet,
+// such as a new VM's status.sshHostKey before its guest agent answers: it
+// reads the target again with capped exponential backoff until the field
+// is there or Timeout passes.
 type ReadyPolicy struct {
 	Timeout time.Duration // default 10m
 	Initial time.Duration // first poll interval, default 250ms
@@ -142,7 +141,8 @@ func WithRetry(p backoff.Policy) Option {
 	return func(e *Engine) error { e.retryPolicy = retryDefaults(p); return nil }
 }
 
-// WithReadyPolicy sets how long and how often to poll for readiness.
+// WithReadyPolicy sets how long and how often Apply reads a $ref's
+// target again while it lacks the field.
 func WithReadyPolicy(p ReadyPolicy) Option {
 	return func(e *Engine) error { e.ready = p.withDefaults(); return nil }
 }

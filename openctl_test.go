@@ -433,31 +433,6 @@ func TestPlanRetriesTransientDiff(t *testing.T) {
 	assert.Equal(t, int32(2), calls.Load())
 }
 
-func TestApplyWaitsForReadiness(t *testing.T) {
-	tp := newTestProvider()
-	var polls atomic.Int32
-	tp.ready = func(live *manifest.Resource) (bool, string, error) {
-		if polls.Add(1) < 4 {
-			return false, "waiting for guest agent", nil
-		}
-		return true, "", nil
-	}
-	log := &eventLog{}
-	e := newEngine(t, readyProvider{tp}, openctl.WithObserver(log.observe),
-		openctl.WithReadyPolicy(openctl.ReadyPolicy{Initial: time.Millisecond, Max: 2 * time.Millisecond}))
-	_, err := e.Apply(t.Context(), thing("vm", nil))
-	require.NoError(t, err)
-	assert.Equal(t, int32(4), polls.Load())
-	assert.Equal(t, []openctl.EventType{openctl.EventStarted, openctl.EventWaiting, openctl.EventWaiting, openctl.EventWaiting, openctl.EventSucceeded}, log.of(thingID("vm")))
-
-	// Never ready: the deadline turns it into a failure.
-	polls.Store(-1 << 30)
-	e = newEngine(t, readyProvider{tp}, openctl.WithReadyPolicy(openctl.ReadyPolicy{Timeout: 30 * time.Millisecond, Initial: time.Millisecond, Max: 5 * time.Millisecond}))
-	_, err = e.Apply(t.Context(), thing("vm2", nil))
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "not ready after 30ms: waiting for guest agent")
-}
-
 func TestApplyLockHeld(t *testing.T) {
 	ctx := t.Context()
 	st := state.NewMemory()

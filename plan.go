@@ -164,7 +164,7 @@ func (e *Engine) planSet(ctx context.Context, s *set) (*Plan, error) {
 		return nil, err
 	}
 	plan := &Plan{g: s.g, byKey: map[string]*Change{}}
-	plan.made = &planInputs{storeID: registry.Owner(ctx), nodes: s.nodes, seen: make(map[string]observed, len(order))}
+	plan.made = &planInputs{storeID: registry.CallOf(ctx).Owner, nodes: s.nodes, seen: make(map[string]observed, len(order))}
 	plan.Changes = make([]Change, 0, len(order))
 	for _, k := range order {
 		n := s.nodes[k]

@@ -20,7 +20,7 @@ import (
 // the first provider write:
 //
 //   - the state store's identity, if it has one (state.Identified), which
-//     every provider call then sees as registry.Owner;
+//     every provider call then sees as registry.Call.Owner;
 //   - that the store can seal and open secrets, when a resource's kind has
 //     secret fields and the store can say so (Unlock, see storeUnlocker);
 //   - that every $ref target outside the call exists live.
@@ -64,11 +64,11 @@ func (e *StateError) Error() string {
 // Unwrap returns the store's error.
 func (e *StateError) Unwrap() error { return e.Err }
 
-// identify returns ctx carrying the store's identity as registry.Owner,
+// identify returns ctx carrying the store's identity as registry.Call.Owner,
 // read once, when the store has one, and the store's records as
 // registry.Records.
 func (e *Engine) identify(ctx context.Context) (context.Context, error) {
-	ctx = registry.WithRecords(ctx, records{e})
+	ctx = withCall(ctx, func(c *registry.Call) { c.Records = records{e} })
 	st, ok := e.store.(state.Identified)
 	if !ok {
 		return ctx, nil
@@ -80,7 +80,7 @@ func (e *Engine) identify(ctx context.Context) (context.Context, error) {
 	if err != nil {
 		return nil, &StateError{Op: "identify", Err: err}
 	}
-	return registry.WithOwner(ctx, id), nil
+	return withCall(ctx, func(c *registry.Call) { c.Owner = id }), nil
 }
 
 // maySeal reports whether recording n may need to seal a secret: its

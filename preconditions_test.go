@@ -76,7 +76,7 @@ func newOwnerProvider() *ownerProvider {
 func (p *ownerProvider) note(ctx context.Context, method string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.owners[method] = append(p.owners[method], registry.Owner(ctx))
+	p.owners[method] = append(p.owners[method], registry.CallOf(ctx).Owner)
 }
 
 func (p *ownerProvider) Get(ctx context.Context, id manifest.ID) (*manifest.Resource, error) {
@@ -318,7 +318,7 @@ func TestObserverTimesNeverDecrease(t *testing.T) {
 	p := newTestProvider()
 	p.ApplyHook = func(ctx context.Context, r *manifest.Resource) error {
 		for i := range steps {
-			registry.ReportStep(ctx, fmt.Sprintf("step %d", i))
+			registry.CallOf(ctx).ReportStep(fmt.Sprintf("step %d", i))
 		}
 		return nil
 	}

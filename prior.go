@@ -36,7 +36,7 @@ func (e *Engine) withPrior(ctx context.Context, id manifest.ID) (context.Context
 	case err != nil:
 		return ctx, &StateError{Op: "read", ID: id, Err: err}
 	}
-	return registry.WithPrior(ctx, rec.Revealed()), nil
+	return withCall(ctx, func(c *registry.Call) { c.Prior = rec.Revealed() }), nil
 }
 
 // records is registry.Records over the engine's store.
@@ -55,4 +55,13 @@ func (r records) Records(ctx context.Context, apiVersion, kind string) ([]*manif
 		}
 	}
 	return out, nil
+}
+
+// withCall returns ctx carrying the registry.Call ctx carries, changed by
+// f: each step of an operation adds what it knows to the call its
+// provider calls see.
+func withCall(ctx context.Context, f func(c *registry.Call)) context.Context {
+	c := registry.CallOf(ctx)
+	f(&c)
+	return registry.WithCall(ctx, c)
 }

@@ -25,7 +25,7 @@ type located struct {
 }
 
 func (l *located) Delete(ctx context.Context, id manifest.ID) error {
-	if id.Kind == "Spot" && registry.Prior(ctx) != nil {
+	if id.Kind == "Spot" && registry.CallOf(ctx).Prior != nil {
 		l.deletesWithPrior++
 	}
 	return l.Fake.Delete(ctx, id)
@@ -40,7 +40,7 @@ func (l *located) Get(ctx context.Context, id manifest.ID) (*manifest.Resource, 
 		return l.Fake.Get(ctx, id)
 	}
 	l.gets++
-	prior := registry.Prior(ctx)
+	prior := registry.CallOf(ctx).Prior
 	if prior == nil {
 		return nil, errcode.New(errcode.NotFound, "spot: where is "+id.Name+"?")
 	}
@@ -100,7 +100,7 @@ func TestPriorForKindsThatReadIt(t *testing.T) {
 type recordsReader struct{ *providertest.Fake }
 
 func (r recordsReader) Apply(ctx context.Context, res *manifest.Resource) (*manifest.Resource, error) {
-	rs := registry.RecordsOf(ctx)
+	rs := registry.CallOf(ctx).Records
 	if rs == nil {
 		return nil, errcode.New(errcode.Internal, "no records")
 	}
@@ -148,7 +148,7 @@ func (k *keyKeeper) Kinds() []registry.Kind {
 }
 
 func (k *keyKeeper) key(ctx context.Context) string {
-	if prior := registry.Prior(ctx); prior != nil {
+	if prior := registry.CallOf(ctx).Prior; prior != nil {
 		if key, _ := prior.Status["key"].(string); key != "" {
 			return key
 		}
@@ -169,7 +169,7 @@ func (k *keyKeeper) Get(ctx context.Context, id manifest.ID) (*manifest.Resource
 	if err != nil {
 		return nil, err
 	}
-	if prior := registry.Prior(ctx); prior != nil && prior.Spec["password"] != live.Spec["password"] {
+	if prior := registry.CallOf(ctx).Prior; prior != nil && prior.Spec["password"] != live.Spec["password"] {
 		return nil, errcode.New(errcode.Internal, "the prior's spec lost its secret")
 	}
 	return live, nil

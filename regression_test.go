@@ -96,25 +96,6 @@ func TestCancelAfterProviderWriteKeepsRecord(t *testing.T) {
 	rec, err := st.Get(t.Context(), thingID("a"))
 	require.NoError(t, err, "state records a resource the provider created, even after ^C")
 	assert.NotEmpty(t, rec.SpecHash)
-
-	// Cancelled while waiting for readiness: recorded, but without a spec
-	// hash, so the next apply calls the provider (and waits) again.
-	tp := newTestProvider()
-	ctx, cancel = context.WithCancel(t.Context())
-	tp.ready = func(*manifest.Resource) (bool, string, error) {
-		cancel() // ^C while the engine waits for readiness
-		return false, "booting", nil
-	}
-	st = state.NewMemory()
-	e = newEngine(t, readyProvider{tp}, openctl.WithStore(st), openctl.WithReadyPolicy(openctl.ReadyPolicy{Initial: time.Millisecond, Max: 5 * time.Millisecond}))
-	rep, err := e.Apply(ctx, thing("b", nil))
-	require.Error(t, err)
-	assert.True(t, errors.Is(err, context.Canceled))
-	assert.Contains(t, err.Error(), "waiting for readiness: booting")
-	assert.Equal(t, openctl.OutcomeFailed, rep.Results[0].Outcome)
-	rec, err = st.Get(t.Context(), thingID("b"))
-	require.NoError(t, err)
-	assert.Empty(t, rec.SpecHash)
 }
 
 func TestCancelDuringRetryIsVisible(t *testing.T) {

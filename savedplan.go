@@ -225,7 +225,7 @@ func (e *Engine) SavePlan(ctx context.Context, p *Plan, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if id := registry.Owner(idCtx); id != p.made.storeID {
+	if id := registry.CallOf(idCtx).Owner; id != p.made.storeID {
 		return errcode.New(errcode.Invalid, fmt.Sprintf("openctl: save plan: the plan was made against state store %q, this engine's is %q", p.made.storeID, id))
 	}
 	ring, err := e.keyring(ctx, "save plan")
@@ -604,7 +604,7 @@ func (e *Engine) verifyPlan(ctx context.Context, sp *SavedPlan, opts ApplyPlanOp
 	if cur := program(); f.Program != cur {
 		return nil, &PlanRefusedError{Reason: ErrPlanOtherStore, Detail: fmt.Sprintf("it was made by %s, this is %s: its providers may plan differently; plan again with this program", f.Program, cur)}
 	}
-	if id := registry.Owner(ctx); id != f.StoreID {
+	if id := registry.CallOf(ctx).Owner; id != f.StoreID {
 		return nil, &PlanRefusedError{Reason: ErrPlanOtherStore, Detail: fmt.Sprintf("it was made against state store %q, this is %q", f.StoreID, id)}
 	}
 	if opts.Contexts != nil {

@@ -141,7 +141,6 @@ type unvalidated struct{ info registry.DriverInfo }
 
 func (u unvalidated) Name() string           { return u.info.Name }
 func (u unvalidated) Kinds() []registry.Kind { return u.info.Kinds }
-func (u unvalidated) Groups() []string       { return u.info.Groups }
 func (u unvalidated) Get(context.Context, manifest.ID) (*manifest.Resource, error) {
 	return nil, u.notConfigured()
 }

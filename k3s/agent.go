@@ -160,7 +160,7 @@ func (p *Provider) nodePKI(ctx context.Context, cluster string, s *NodeSpec) (a 
 
 // priorPKI is the agent PKI a recorded node used, if any.
 func priorPKI(ctx context.Context) (*agentPKI, bool) {
-	prior := registry.Prior(ctx)
+	prior := registry.CallOf(ctx).Prior
 	if prior == nil {
 		return nil, false
 	}
@@ -181,7 +181,7 @@ func (p *Provider) clusterPKI(ctx context.Context, cluster string) (*agentPKI, e
 	if a, ok := p.pkis.Load(cluster); ok {
 		return a.(*agentPKI), nil
 	}
-	if prior := registry.Prior(ctx); prior != nil {
+	if prior := registry.CallOf(ctx).Prior; prior != nil {
 		if s, _ := prior.Status["agentPKI"].(string); s != "" {
 			return parseAgentPKI(s)
 		}
@@ -478,7 +478,7 @@ func (p *Provider) agentStatus(ctx context.Context, address string, a *agentPKI)
 	return map[string]any{"version": info.AgentVersion, "address": net.JoinHostPort(address, strconv.Itoa(p.agentPort()))}, ""
 }
 
-// nodeAgent is the agent client of a recorded node (registry.Prior).
+// nodeAgent is the agent client of a recorded node (registry.Call.Prior).
 func (p *Provider) nodeAgent(ctx context.Context, id manifest.ID) (*agent.Client, error) {
 	loc, err := priorLocation(ctx, id)
 	if err != nil {

@@ -51,7 +51,6 @@ func (p *Provider) Plan(_ context.Context, r *manifest.Resource) ([]*manifest.Re
 	if err != nil {
 		return nil, err
 	}
-	p.drains.Store(r.Metadata.Name, s.Drain)
 	var out []*manifest.Resource
 	var first, lastServer string
 	for _, m := range members {
@@ -665,10 +664,10 @@ func (p *Provider) getCluster(ctx context.Context, id manifest.ID) (*manifest.Re
 	return &manifest.Resource{APIVersion: id.APIVersion, Kind: id.Kind, Metadata: manifest.Metadata{Name: id.Name, Labels: prior.Metadata.Labels}, Spec: prior.Spec, Status: st}, nil
 }
 
-// recordedCluster is a cluster's record (registry.Prior) and the nodes
+// recordedCluster is a cluster's record (registry.Call.Prior) and the nodes
 // it lists; NOT_FOUND when there is none or it lists no nodes.
 func recordedCluster(ctx context.Context, id manifest.ID) (*manifest.Resource, *clusterNodes, error) {
-	prior := registry.Prior(ctx)
+	prior := registry.CallOf(ctx).Prior
 	if prior == nil {
 		return nil, nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: %s: not recorded, so its nodes are unknown", id.Short()))
 	}
@@ -709,7 +708,7 @@ const apiReadTimeout = 15 * time.Second
 // deleted: its file, and its entries in the user's kubeconfig when they
 // were merged there.
 func (p *Provider) deleteCluster(ctx context.Context, id manifest.ID) error {
-	prior := registry.Prior(ctx)
+	prior := registry.CallOf(ctx).Prior
 	if prior == nil {
 		return nil
 	}

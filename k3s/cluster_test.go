@@ -99,7 +99,7 @@ func TestSingleServerCluster(t *testing.T) {
 	pidAfter, err := hs[0].Run(ctx, "pgrep", "-o", "-f", "k3s server")
 	require.NoError(t, err)
 	assert.Equal(t, string(pidBefore), string(pidAfter), "k3s was not restarted")
-	assert.Equal(t, 1, e.prov.Pool().Opened(hs[0].SSHAddr()), "one SSH connection for everything")
+	assert.Equal(t, 1, k3s.SSHPool(e.prov).Opened(hs[0].SSHAddr()), "one SSH connection for everything")
 
 	// A stopped service is drift: plan shows it, apply starts it again.
 	_, err = hs[0].Run(ctx, "systemctl", "stop", "k3s")

@@ -203,7 +203,7 @@ func newSandboxSide(t *testing.T) *diffSide {
 	})
 	return &diffSide{
 		dump: dump, srv: srv,
-		name: "sandbox", engine: e, store: st, pool: p.Pool(), cluster: c,
+		name: "sandbox", engine: e, store: st, pool: k3s.SSHPool(p), cluster: c,
 		extra:     diffExtraNode(lan(60).String()),
 		extraSSH:  net.JoinHostPort(w.MapAddress(lan(60)).String(), fmt.Sprint(h.SSHPort)),
 		takeSteps: rec.take, norm: n,
@@ -274,7 +274,7 @@ func newRealSide(t *testing.T) *diffSide {
 		}
 	})
 	return &diffSide{
-		name: "real", engine: e.engine, store: e.store, pool: e.prov.Pool(), cluster: c, srv: srv,
+		name: "real", engine: e.engine, store: e.store, pool: k3s.SSHPool(e.prov), cluster: c, srv: srv,
 		extra:     diffExtraNode(netip.AddrFrom4(extra).String()),
 		extraSSH:  net.JoinHostPort(netip.AddrFrom4(extra).String(), "22"),
 		takeSteps: e.takeSteps, norm: n,

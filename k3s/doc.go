@@ -112,7 +112,7 @@
 // the full K10 tokens and the kubeconfig k3s wrote (those three secret,
 // sealed in state and redacted in output) — is read from the host on
 // every Get; the state's record only says where the host is
-// (registry.Prior). Deleting a node stops and uninstalls k3s as the
+// (registry.Call.Prior). Deleting a node stops and uninstalls k3s as the
 // installer's uninstall script does, keeping /etc/rancher/node.
 //
 // A Cluster's status gathers its nodes': phase Ready when every node is,

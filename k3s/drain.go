@@ -74,13 +74,17 @@ func (p *Provider) removeFromCluster(ctx context.Context, name string, prior *ma
 			policy = s.Drain
 		}
 	}
-	if d, ok := p.drains.Load(clusterOf(prior)); ok {
-		policy = d.(*DrainSpec)
+	// A node pruned from its cluster is drained under the cluster's
+	// policy as the operation applies it now.
+	if par := registry.CallOf(ctx).Parent; par != nil && par.Kind == KindCluster && par.Metadata.Name == clusterOf(prior) {
+		if cs, err := p.clusterSpec(par); err == nil {
+			policy = cs.Drain
+		}
 	}
 	if err := cordonAndDrain(ctx, cs, node, policy); err != nil {
 		return errcode.New(errcode.Conflict, fmt.Sprintf("k3s: node %s: %v: it stays, cordoned; nothing after it is removed", name, err))
 	}
-	registry.ReportStep(ctx, "deleting "+name+" from the API")
+	registry.CallOf(ctx).ReportStep("deleting " + name + " from the API")
 	return deleteNodeObject(ctx, cs, name, "deleting its Node")
 }
 
@@ -112,8 +116,8 @@ func (p *Provider) forgetNode(ctx context.Context, name string, prior *manifest.
 // drain that cannot finish — a PodDisruptionBudget, an unmanaged pod
 // without force — names the pods in its error.
 func cordonAndDrain(ctx context.Context, cs kubernetes.Interface, node *corev1.Node, policy *DrainSpec) error {
-	registry.ReportStep(ctx, "draining "+node.Name)
-	o := drain.Options{Timeout: policy.timeout(), IgnoreDaemonSets: true, Warn: func(m string) { registry.ReportStep(ctx, m) }}
+	registry.CallOf(ctx).ReportStep("draining " + node.Name)
+	o := drain.Options{Timeout: policy.timeout(), IgnoreDaemonSets: true, Warn: func(m string) { registry.CallOf(ctx).ReportStep(m) }}
 	if policy != nil {
 		if policy.GracePeriod != nil {
 			o.GracePeriod = new(int64(*policy.GracePeriod))
@@ -145,7 +149,7 @@ func isServer(n *corev1.Node) bool {
 // through a server other than name that answers; nil when there is none.
 func (p *Provider) otherServerAPI(ctx context.Context, name string, prior *manifest.Resource) (*kubeconfig.Cluster, error) {
 	cluster := clusterOf(prior)
-	rs := registry.RecordsOf(ctx)
+	rs := registry.CallOf(ctx).Records
 	if cluster == "" || rs == nil {
 		return nil, nil
 	}

@@ -54,7 +54,7 @@ func TestHACluster(t *testing.T) {
 	t.Logf("3 servers + 2 agents Ready in %s; critical-path bound %s; wall/bound %.2f; per node %v",
 		wall.Round(time.Millisecond), bound.Round(time.Millisecond), float64(wall)/float64(bound), durations)
 	for _, h := range append(servers, a1, a2) {
-		assert.Equal(t, 1, e.prov.Pool().Opened(h.SSHAddr()), "one SSH connection to %s", h.Name())
+		assert.Equal(t, 1, k3s.SSHPool(e.prov).Opened(h.SSHAddr()), "one SSH connection to %s", h.Name())
 	}
 
 	f, err := e.engine.Get(ctx, c.ID())

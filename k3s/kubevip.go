@@ -183,7 +183,7 @@ func (p *Provider) handOverVIP(ctx context.Context, cs kubernetes.Interface, h *
 		}
 		break
 	}
-	registry.ReportStep(ctx, fmt.Sprintf("moving the VIP %s from %s to %s", vip, name, to))
+	registry.CallOf(ctx).ReportStep(fmt.Sprintf("moving the VIP %s from %s to %s", vip, name, to))
 	addr, err := netip.ParseAddr(vip)
 	if err != nil {
 		return nil // a VIP that is not an address is not on an interface

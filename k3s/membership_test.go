@@ -50,7 +50,7 @@ func TestNodeMembership(t *testing.T) {
 	require.ErrorIs(t, err, errcode.NotFound)
 	assert.Contains(t, err.Error(), `cluster "red" does not exist (clusters: blue, green)`)
 
-	assert.Zero(t, p.Pool().Opened("192.0.2.50:22"), "no SSH to the node's host")
+	assert.Zero(t, k3s.SSHPool(p).Opened("192.0.2.50:22"), "no SSH to the node's host")
 	_, err = st.Get(ctx, node("").ID())
 	assert.ErrorIs(t, err, errcode.NotFound, "nothing recorded")
 }

@@ -55,7 +55,7 @@ func (l *location) target() remote.Target { return target(l.Address, l.SSHHostKe
 
 // priorLocation reads a node's location from the state's record.
 func priorLocation(ctx context.Context, id manifest.ID) (*location, error) {
-	prior := registry.Prior(ctx)
+	prior := registry.CallOf(ctx).Prior
 	if prior == nil {
 		return nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: %s: not recorded, so its host is unknown", id.Short()))
 	}
@@ -86,7 +86,7 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 	if err != nil {
 		return nil, p.nodeErr(name, "connect", err)
 	}
-	registry.ReportStep(ctx, "inspecting "+h.Addr())
+	registry.CallOf(ctx).ReportStep("inspecting " + h.Addr())
 	pr, err := probeHost(ctx, h, service(s.Role), s.Address)
 	if err != nil {
 		return nil, p.nodeErr(name, "inspect", err)
@@ -135,7 +135,7 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 	args := nodeArgs(name, s)
 
 	changed := false
-	registry.ReportStep(ctx, "installing k3s "+s.K3s.Version)
+	registry.CallOf(ctx).ReportStep("installing k3s " + s.K3s.Version)
 	if s.K3s.method() == InstallUpload {
 		bin, err := p.bins.get(ctx, s.K3s.Version, pr.uname)
 		if err != nil {
@@ -193,7 +193,7 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 			return nil, p.nodeErr(name, "look for it in the cluster's API", err)
 		}
 		if missing {
-			registry.ReportStep(ctx, "re-joining "+name+", missing from the cluster's API")
+			registry.CallOf(ctx).ReportStep("re-joining " + name + ", missing from the cluster's API")
 			if s.Role == RoleServer {
 				if _, err := h.Run(ctx, remote.Command{Step: "clear the datastore", Script: stopScript(pr.init, s.Role) + "\nrm -rf " + dataDir + "/server/db"}); err != nil {
 					return nil, p.nodeErr(name, "clear the datastore", err)
@@ -206,7 +206,7 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 	switch {
 	case !changed && !pr.active && agentUp:
 		// Only stopped: the agent starts it.
-		registry.ReportStep(ctx, "starting k3s through its agent")
+		registry.CallOf(ctx).ReportStep("starting k3s through its agent")
 		c, err := p.agentClient(s.Address, a)
 		if err == nil {
 			err = c.Start(ctx)
@@ -215,24 +215,24 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 			return nil, p.nodeErr(name, "start k3s through the agent", err)
 		}
 	case changed || !pr.active:
-		registry.ReportStep(ctx, "starting k3s")
+		registry.CallOf(ctx).ReportStep("starting k3s")
 		if _, err := h.Run(ctx, remote.Command{Step: "start k3s", Script: startScript(pr.init, s.Role, changed && pr.active)}); err != nil {
 			return nil, p.nodeErr(name, "start k3s", err)
 		}
 	}
-	registry.ReportStep(ctx, "waiting for the node to be ready")
+	registry.CallOf(ctx).ReportStep("waiting for the node to be ready")
 	st, err := p.waitReady(ctx, h, name, loc, s)
 	if err != nil {
 		return nil, err
 	}
 	if s.Init && s.VIP != nil {
-		registry.ReportStep(ctx, "waiting for the VIP "+s.VIP.Address+" to answer")
+		registry.CallOf(ctx).ReportStep("waiting for the VIP " + s.VIP.Address + " to answer")
 		if err := p.waitVIP(ctx, name, st, s.VIP.Address); err != nil {
 			return nil, err
 		}
 	}
 	if withAgent {
-		registry.ReportStep(ctx, "installing the agent")
+		registry.CallOf(ctx).ReportStep("installing the agent")
 		info, err := p.installAgent(ctx, h, pr.init, pr.uname, name, s.Address, a)
 		if err != nil {
 			return nil, p.nodeErr(name, "install the agent", err)
@@ -551,7 +551,7 @@ func (p *Provider) getNode(ctx context.Context, id manifest.ID) (*manifest.Resou
 		return nil, err
 	}
 	p.locs.Store(id.Name, loc)
-	prior := registry.Prior(ctx)
+	prior := registry.CallOf(ctx).Prior
 	if c, ok := prior.Status["cluster"]; ok {
 		st["cluster"] = c
 	}
@@ -608,8 +608,8 @@ func (p *Provider) deleteNode(ctx context.Context, id manifest.ID) error {
 	}
 	// Deleted with its whole cluster, a node needs no draining: the
 	// cluster goes.
-	if !registry.Cascade(ctx) {
-		if err := p.removeFromCluster(ctx, id.Name, registry.Prior(ctx)); err != nil {
+	if !registry.CallOf(ctx).Cascade {
+		if err := p.removeFromCluster(ctx, id.Name, registry.CallOf(ctx).Prior); err != nil {
 			return err
 		}
 	}
@@ -617,13 +617,13 @@ func (p *Provider) deleteNode(ctx context.Context, id manifest.ID) error {
 	if err != nil {
 		return p.nodeErr(id.Name, "connect", err)
 	}
-	registry.ReportStep(ctx, "uninstalling k3s")
+	registry.CallOf(ctx).ReportStep("uninstalling k3s")
 	_, err = h.Run(ctx, remote.Command{Step: "uninstall k3s", Script: "set -- " + service(loc.Role) + "\n" + uninstallScript})
 	if err != nil {
 		return p.nodeErr(id.Name, "uninstall", err)
 	}
-	if !registry.Cascade(ctx) {
-		return p.forgetNode(ctx, id.Name, registry.Prior(ctx))
+	if !registry.CallOf(ctx).Cascade {
+		return p.forgetNode(ctx, id.Name, registry.CallOf(ctx).Prior)
 	}
 	return nil
 }
@@ -649,7 +649,7 @@ func (p *Provider) joinInfo(ctx context.Context, name string, s *NodeSpec) error
 	if s.Init || s.Server != "" {
 		return nil
 	}
-	rs := registry.RecordsOf(ctx)
+	rs := registry.CallOf(ctx).Records
 	if rs == nil {
 		return errcode.New(errcode.Invalid, fmt.Sprintf("k3s: node %s: spec.server is required when the provider runs without an engine to find its cluster", name))
 	}
@@ -680,7 +680,9 @@ func (p *Provider) joinInfo(ctx context.Context, name string, s *NodeSpec) error
 	if err != nil {
 		return err
 	}
-	live, err := p.getCluster(registry.WithPrior(ctx, pick), pick.ID())
+	call := registry.CallOf(ctx)
+	call.Prior = pick
+	live, err := p.getCluster(registry.WithCall(ctx, call), pick.ID())
 	if err != nil {
 		return errcode.Wrap(errcode.Of(err), fmt.Sprintf("k3s: node %s: reading cluster %s", name, pick.Metadata.Name), err)
 	}

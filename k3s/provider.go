@@ -88,10 +88,6 @@ type Provider struct {
 	pkis     sync.Map // string → *agentPKI
 	agents   agentClients
 	rollouts sync.Map // "cluster/concurrency" → *rollout
-	// drains are the drain policies of the clusters this provider planned,
-	// by name: a node that leaves its cluster is drained under the
-	// cluster's policy as now written, not the one it was created with.
-	drains sync.Map // cluster → *DrainSpec
 }
 
 var (
@@ -148,10 +144,6 @@ func (p *Provider) Close() error {
 	p.closeAgents()
 	return p.pool.Close()
 }
-
-// Pool is the provider's SSH pool: Pool().Opened tells how many
-// connections it made to a host.
-func (p *Provider) Pool() *remote.Pool { return p.pool }
 
 // Name returns "k3s".
 func (p *Provider) Name() string { return Name }

@@ -55,7 +55,7 @@ func (p *Provider) rotateAgentCA(ctx context.Context, req registry.ActionRequest
 			return err
 		}
 		p.pkis.Store(id.Name, a)
-		registry.ReportStep(ctx, step)
+		registry.CallOf(ctx).ReportStep(step)
 		return nil
 	}
 	nodes, err := p.agentHosts(ctx, rec)
@@ -150,7 +150,7 @@ func (p *Provider) pushAgentCredentials(ctx context.Context, nodes []agentHost, 
 		if _, err := p.installAgent(ctx, n.h, n.init, n.uname, n.m.Name, n.m.Address, a); err != nil {
 			return p.nodeErr(n.m.Name, "rotate the agent's credentials", err)
 		}
-		registry.ReportStep(ctx, n.m.Name+": "+done)
+		registry.CallOf(ctx).ReportStep(n.m.Name + ": " + done)
 	}
 	return nil
 }

@@ -138,7 +138,7 @@ func (p *Provider) upgradeNode(ctx context.Context, cs kubernetes.Interface, h *
 			return p.nodeErr(name, "move the VIP away before the upgrade", err)
 		}
 	}
-	registry.ReportStep(ctx, fmt.Sprintf("upgrading %s from %s to %s through its agent", name, have, want))
+	registry.CallOf(ctx).ReportStep(fmt.Sprintf("upgrading %s from %s to %s through its agent", name, have, want))
 	c, err := p.agentClient(loc.Address, a)
 	if err != nil {
 		return err
@@ -155,7 +155,7 @@ func (p *Provider) upgradeNode(ctx context.Context, cs kubernetes.Interface, h *
 		_ = drain.Uncordon(ctx, cs, name)
 		return errcode.New(errcode.Conflict, "k3s: "+why+"; the rollout stops here: nodes after it are not upgraded")
 	}
-	registry.ReportStep(ctx, "waiting for "+name+" to be Ready at "+want)
+	registry.CallOf(ctx).ReportStep("waiting for " + name + " to be Ready at " + want)
 	if err := waitKubelet(ctx, cs, name, want, p.cfg.ReadyTimeout); err != nil {
 		ro.fail(err.Error())
 		return errcode.New(errcode.Conflict, fmt.Sprintf("k3s: node %s: upgraded to %s, but %v; it stays cordoned and the rollout stops here", name, want, err))

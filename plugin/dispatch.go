@@ -70,7 +70,7 @@ func (d RegistryDispatcher) Dispatch(ctx context.Context, req DispatchRequest) (
 		// Its children come from its Plan, which only the engine runs.
 		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("plugin: dispatch %s: kind %s is a composite; it cannot be dispatched, only applied by openctl itself", req.ID, id.Kind))
 	}
-	rec := registry.ChildRecorderOf(ctx)
+	rec := registry.CallOf(ctx).Children
 	switch req.Action {
 	case ActionCreate, ActionApply, "":
 	case ActionDelete:

@@ -326,7 +326,7 @@ func (p *Provider) stateUpdate(ctx context.Context, id manifest.ID, action strin
 	case u.State.Kind != "" && u.State.Kind != id.Kind, u.State.APIVersion != "" && u.State.APIVersion != id.APIVersion:
 		return nil, bad("state is a %s %s, but the request is about a %s %s", u.State.APIVersion, u.State.Kind, id.APIVersion, id.Kind)
 	}
-	if rec := registry.ChildRecorderOf(ctx); rec != nil && len(u.State.Children) > 0 {
+	if rec := registry.CallOf(ctx).Children; rec != nil && len(u.State.Children) > 0 {
 		if p.opts.Dispatcher == nil {
 			return nil, errcode.New(errcode.Invalid, fmt.Sprintf("plugin %s: its stateUpdate names children, and no dispatcher is configured to resolve them", p.Name()))
 		}

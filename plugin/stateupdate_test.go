@@ -70,7 +70,7 @@ func TestStateUpdate(t *testing.T) {
 	t.Run("saved state is the resource, children listed", func(t *testing.T) {
 		body := `echo '{"status":"success","stateUpdate":{"operation":"save","provider":"fake","name":"a","state":{"apiVersion":"fake.openctl.io/v1","kind":"Thing","spec":{"n":1},"status":{"phase":"Ready"},"children":[{"provider":"notes","kind":"Note","name":"n1"}]}}}'`
 		rec := &recorder{}
-		ctx := registry.WithChildRecorder(t.Context(), rec)
+		ctx := registry.WithCall(t.Context(), registry.Call{Children: rec})
 		r, err := applyThing(t, fake(t, body, opts, nil), ctx)
 		require.NoError(t, err)
 		assert.Equal(t, "Ready", r.Status["phase"])
@@ -110,14 +110,14 @@ func TestStateUpdate(t *testing.T) {
 	})
 	t.Run("unknown child kind", func(t *testing.T) {
 		body := `echo '{"status":"success","resource":{"metadata":{"name":"a"}},"stateUpdate":{"operation":"save","state":{"children":[{"provider":"notes","kind":"Memo","name":"m"}]}}}'`
-		ctx := registry.WithChildRecorder(t.Context(), &recorder{})
+		ctx := registry.WithCall(t.Context(), registry.Call{Children: &recorder{}})
 		_, err := applyThing(t, fake(t, body, opts, nil), ctx)
 		require.ErrorIs(t, err, errcode.Invalid)
 		assert.Contains(t, err.Error(), "stateUpdate child notes Memo/m")
 	})
 	t.Run("children and no dispatcher", func(t *testing.T) {
 		body := `echo '{"status":"success","resource":{"metadata":{"name":"a"}},"stateUpdate":{"operation":"save","state":{"children":[{"provider":"notes","kind":"Note","name":"n"}]}}}'`
-		ctx := registry.WithChildRecorder(t.Context(), &recorder{})
+		ctx := registry.WithCall(t.Context(), registry.Call{Children: &recorder{}})
 		_, err := applyThing(t, fake(t, body, plugin.Options{}, nil), ctx)
 		require.ErrorIs(t, err, errcode.Invalid)
 		assert.Contains(t, err.Error(), "no dispatcher")
@@ -138,7 +138,7 @@ esac`
 	}
 
 	rec := &recorder{}
-	ctx := registry.WithChildRecorder(t.Context(), rec)
+	ctx := registry.WithCall(t.Context(), registry.Call{Children: rec})
 	_, err := applyThing(t, fake(t, round(note("n1", "create", ""), note("n2", "apply", "")), opts, nil), ctx)
 	require.NoError(t, err)
 	require.Len(t, rec.applied, 2)
@@ -175,7 +175,7 @@ case $req in
 *'"continuationToken":"done"'*) printf '%s' "$req" >` + seen + `; echo '{"status":"success","resource":{"metadata":{"name":"a"}}}' ;;
 *) echo '{"status":"success","dispatchRequests":[` + tt.req + `],"continuation":{"token":"done"}}' ;;
 esac`
-			_, err := applyThing(t, fake(t, body, opts, nil), registry.WithChildRecorder(t.Context(), rec))
+			_, err := applyThing(t, fake(t, body, opts, nil), registry.WithCall(t.Context(), registry.Call{Children: rec}))
 			require.NoError(t, err)
 			data, err := os.ReadFile(seen)
 			require.NoError(t, err)

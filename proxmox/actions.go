@@ -56,7 +56,7 @@ func (p *Provider) Do(ctx context.Context, req registry.ActionRequest) (*registr
 	if !isManaged(conf) {
 		return fail(errcode.New(errcode.Invalid, fmt.Sprintf("VM %d on %s was not created by openctl; use the Proxmox UI or API for it", r.VMID, r.Node)))
 	}
-	if err := checkOwner(name, strconv.Itoa(r.VMID), r.Node, ownerOf(conf), registry.Owner(ctx)); err != nil {
+	if err := checkOwner(name, strconv.Itoa(r.VMID), r.Node, ownerOf(conf), registry.CallOf(ctx).Owner); err != nil {
 		return fail(err)
 	}
 	t := p.cfg.Timeouts

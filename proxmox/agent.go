@@ -115,7 +115,7 @@ func (p *Provider) waitForIP(ctx context.Context, v vmRef, conf vmConfig, s *VMS
 	report := func(msg string) {
 		if msg != step {
 			step = msg
-			registry.ReportStep(ctx, msg)
+			registry.CallOf(ctx).ReportStep(msg)
 		}
 	}
 	var last string

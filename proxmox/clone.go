@@ -41,7 +41,7 @@ func acquire(ctx context.Context, ch chan struct{}, step string) error {
 		return nil
 	default:
 	}
-	registry.ReportStep(ctx, step)
+	registry.CallOf(ctx).ReportStep(step)
 	select {
 	case ch <- struct{}{}:
 		return nil
@@ -186,10 +186,10 @@ func (p *Provider) clone(ctx context.Context, c *conn, s *VMSpec, name, node str
 	}
 	defer func() { <-tmplSem }()
 
-	registry.ReportStep(ctx, fmt.Sprintf("cloning %s", tmplLabel(TemplateSpec{Name: t.Name, VMID: t.VMID})))
+	registry.CallOf(ctx).ReportStep(fmt.Sprintf("cloning %s", tmplLabel(TemplateSpec{Name: t.Name, VMID: t.VMID})))
 	params := map[string]string{
 		"name":        name,
-		"description": description(s.Description, marking{tmpl: *s.Template, owner: registry.Owner(ctx), provisioning: true}),
+		"description": description(s.Description, marking{tmpl: *s.Template, owner: registry.CallOf(ctx).Owner, provisioning: true}),
 		"full":        boolStr(s.Template.full()),
 	}
 	if node != t.Node {
@@ -310,7 +310,7 @@ func (p *Provider) awaitForeignClones(ctx context.Context, c *conn, rs []cluster
 			return rs, nil
 		}
 		if !reported {
-			registry.ReportStep(ctx, "waiting for clones in progress elsewhere (VMID "+strings.Join(foreign, ", ")+") to finish: one may be this VM, from an interrupted apply")
+			registry.CallOf(ctx).ReportStep("waiting for clones in progress elsewhere (VMID " + strings.Join(foreign, ", ") + ") to finish: one may be this VM, from an interrupted apply")
 			reported = true
 		}
 		if err := b.Wait(ctx); err != nil {

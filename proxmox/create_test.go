@@ -54,11 +54,11 @@ func TestCancelledCreateIsFinishedOnce(t *testing.T) {
 			e := newEnv(t, proxmoxtest.WithLatencies(lat))
 			var mu sync.Mutex
 			var steps []string
-			ctx, cancel := context.WithCancel(registry.WithStepReporter(ctxT(t), func(s string) {
+			ctx, cancel := context.WithCancel(registry.WithCall(ctxT(t), registry.Call{Step: func(s string) {
 				mu.Lock()
 				steps = append(steps, s)
 				mu.Unlock()
-			}))
+			}}))
 			done := make(chan error, 1)
 			go func() { _, err := e.p.Apply(ctx, vm("web-01", nil)); done <- err }()
 			require.Eventually(t, func() bool {

@@ -48,7 +48,7 @@ func (p *Provider) Diff(ctx context.Context, desired, live *manifest.Resource) (
 	// must be: in its power state (started, unless startOnCreate says
 	// otherwise) with its address known.
 	created := isProvisioning(conf)
-	pl, err := planChanges(s, desired.Metadata.Name, nodeName, conf, running, c.cfg.Defaults, marking{owner: registry.Owner(ctx), provisioning: created})
+	pl, err := planChanges(s, desired.Metadata.Name, nodeName, conf, running, c.cfg.Defaults, marking{owner: registry.CallOf(ctx).Owner, provisioning: created})
 	if err != nil {
 		return registry.Diff{}, fmt.Errorf("proxmox: diff VirtualMachine %s: %w", desired.Metadata.Name, err)
 	}

@@ -123,11 +123,11 @@ func status(t testing.TB, r *manifest.Resource, path string) any {
 // withSteps records the steps the provider reports.
 func withSteps(ctx context.Context, steps *[]string) context.Context {
 	var mu sync.Mutex
-	return registry.WithStepReporter(ctx, func(s string) {
+	return registry.WithCall(ctx, registry.Call{Step: func(s string) {
 		mu.Lock()
 		*steps = append(*steps, s)
 		mu.Unlock()
-	})
+	}})
 }
 
 func secretOf(s string) secret.Secret { return secret.New(s) }

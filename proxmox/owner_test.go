@@ -17,7 +17,7 @@ import (
 )
 
 func owned(t testing.TB, owner string) context.Context {
-	return registry.WithOwner(ctxT(t), owner)
+	return registry.WithCall(ctxT(t), registry.Call{Owner: owner})
 }
 
 // TestOwnersRaceForOneName (issue 12 item 3): two openctl processes with

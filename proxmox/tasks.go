@@ -185,7 +185,7 @@ func (p *Provider) awaitVMTasks(ctx context.Context, c *conn, node string, vmid 
 		if t.ID != strconv.Itoa(vmid) || t.UPID == "" {
 			continue
 		}
-		registry.ReportStep(ctx, fmt.Sprintf("waiting for task %s on VM %d, started elsewhere or by an interrupted run", t.Type, vmid))
+		registry.CallOf(ctx).ReportStep(fmt.Sprintf("waiting for task %s on VM %d, started elsewhere or by an interrupted run", t.Type, vmid))
 		if err := p.await(ctx, c, pve.UPID(t.UPID), p.taskTimeout(t.Type)); err != nil && !taskFinished(err) {
 			return waited, fmt.Errorf("waiting for task %s on VM %d: %w", t.Type, vmid, err)
 		}

@@ -55,7 +55,7 @@ func (p *Provider) pickVM(ctx context.Context, c *conn, rs []clusterResource, na
 		}
 		return found[0], nil
 	}
-	owner := registry.Owner(ctx)
+	owner := registry.CallOf(ctx).Owner
 	var mine, free, all []*clusterResource
 	var desc []string
 	for _, r := range found {
@@ -500,7 +500,7 @@ func (p *Provider) applyVM(ctx context.Context, r *manifest.Resource) (*manifest
 	// A VM an interrupted Apply (this process's or another's) created is
 	// finished as a new one: started unless startOnCreate says otherwise.
 	created := unfinished && existing.VMID == u.vmid || isProvisioning(conf)
-	owner := registry.Owner(ctx)
+	owner := registry.CallOf(ctx).Owner
 	pl, err := planChanges(s, name, v.node, conf, existing.Status == StateRunning, c.cfg.Defaults, marking{owner: owner, provisioning: created})
 	if err != nil {
 		return fail(err)
@@ -521,7 +521,7 @@ func (p *Provider) applyVM(ctx context.Context, r *manifest.Resource) (*manifest
 		if s.ReplacePolicy != ReplaceAllow {
 			return fail(errcode.New(errcode.Invalid, strings.Join(pl.replace, "; ")+" — set spec.replacePolicy: allow to let openctl destroy and re-create it"))
 		}
-		registry.ReportStep(ctx, "replacing: destroying the old VM")
+		registry.CallOf(ctx).ReportStep("replacing: destroying the old VM")
 		if err := p.destroy(ctx, v, existing.Status); err != nil {
 			return fail(err)
 		}
@@ -631,7 +631,7 @@ func (p *Provider) settleUnfinished(ctx context.Context, c *conn, name string) (
 	if !ok || !u.cloning {
 		return u, ok, nil
 	}
-	registry.ReportStep(ctx, "waiting for the clone an interrupted apply started")
+	registry.CallOf(ctx).ReportStep("waiting for the clone an interrupted apply started")
 	if u.upid != "" {
 		if err := p.await(ctx, c, u.upid, p.cfg.Timeouts.Clone); err != nil && !taskFinished(err) {
 			return u, ok, err
@@ -731,7 +731,7 @@ func (p *Provider) createVM(ctx context.Context, c *conn, r *manifest.Resource, 
 	}
 	// Fail before creating anything when the spec cannot work with this
 	// template: a shrinking disk, or no way to learn the VM's address.
-	mark := marking{owner: registry.Owner(ctx), provisioning: true}
+	mark := marking{owner: registry.CallOf(ctx).Owner, provisioning: true}
 	if _, err := planChanges(s, name, node, withMarker(tconf, s, mark), false, c.cfg.Defaults, mark); err != nil {
 		return fail(err)
 	}
@@ -752,7 +752,7 @@ func (p *Provider) createVM(ctx context.Context, c *conn, r *manifest.Resource, 
 		if ctx.Err() != nil {
 			p.setUnfinished(c.name, name, unfinishedVM{vmid: v.vmid})
 		} else {
-			registry.ReportStep(ctx, "cleaning up after failure")
+			registry.CallOf(ctx).ReportStep("cleaning up after failure")
 			if derr := p.destroyAfterFailure(ctx, v); derr != nil {
 				p.setUnfinished(c.name, name, unfinishedVM{vmid: v.vmid})
 				err = fmt.Errorf("%w; and removing the half-made VM %d failed: %v", err, v.vmid, derr)
@@ -813,7 +813,7 @@ func (p *Provider) convergeNew(ctx context.Context, r *manifest.Resource, s *VMS
 	// spec.cloudInit.password even then (planChanges sets one only on a VM
 	// without, since Proxmox never shows it).
 	delete(conf, "cipassword")
-	pl, err := planChanges(s, r.Metadata.Name, v.node, conf, false, v.c.cfg.Defaults, marking{owner: registry.Owner(ctx), provisioning: true})
+	pl, err := planChanges(s, r.Metadata.Name, v.node, conf, false, v.c.cfg.Defaults, marking{owner: registry.CallOf(ctx).Owner, provisioning: true})
 	if err != nil {
 		return nil, err
 	}
@@ -826,7 +826,7 @@ func (p *Provider) convergeNew(ctx context.Context, r *manifest.Resource, s *VMS
 func (p *Provider) converge(ctx context.Context, r *manifest.Resource, s *VMSpec, v vmRef, conf vmConfig, state string, uptime int64, pl *plan, created bool) (*manifest.Resource, error) {
 	t := p.cfg.Timeouts
 	if len(pl.config) > 0 {
-		registry.ReportStep(ctx, "configuring")
+		registry.CallOf(ctx).ReportStep("configuring")
 		if err := p.task(ctx, v, t.Config, func() (pve.UPID, error) {
 			var upid pve.UPID
 			return upid, v.c.client.Post(ctx, v.path("/config"), pl.config, &upid)
@@ -841,7 +841,7 @@ func (p *Provider) converge(ctx context.Context, r *manifest.Resource, s *VMSpec
 		}
 	}
 	for _, rz := range pl.resizes {
-		registry.ReportStep(ctx, "growing disk "+rz.disk)
+		registry.CallOf(ctx).ReportStep("growing disk " + rz.disk)
 		if err := p.task(ctx, v, t.Resize, func() (pve.UPID, error) {
 			var upid pve.UPID
 			return upid, v.c.client.Put(ctx, v.path("/resize"), map[string]string{"disk": rz.disk, "size": rz.size}, &upid)
@@ -852,7 +852,7 @@ func (p *Provider) converge(ctx context.Context, r *manifest.Resource, s *VMSpec
 	want := s.desiredState(created)
 	switch {
 	case want == StateRunning && state != StateRunning:
-		registry.ReportStep(ctx, "starting")
+		registry.CallOf(ctx).ReportStep("starting")
 		if err := p.power(ctx, v, "start", t.Start); err != nil {
 			return nil, err
 		}
@@ -868,7 +868,7 @@ func (p *Provider) converge(ctx context.Context, r *manifest.Resource, s *VMSpec
 			return nil, err
 		}
 		if len(pend) > 0 {
-			registry.ReportStep(ctx, "rebooting to apply "+strings.Join(pend, ", "))
+			registry.CallOf(ctx).ReportStep("rebooting to apply " + strings.Join(pend, ", "))
 			if err := p.power(ctx, v, "reboot", t.Reboot); err != nil {
 				return nil, err
 			}
@@ -944,7 +944,7 @@ func (p *Provider) power(ctx context.Context, v vmRef, op string, timeout time.D
 // shutdown asks the guest to power off, and stops it hard when it has not
 // within Timeouts.Shutdown.
 func (p *Provider) shutdown(ctx context.Context, v vmRef, timeout time.Duration) error {
-	registry.ReportStep(ctx, "shutting down")
+	registry.CallOf(ctx).ReportStep("shutting down")
 	t := p.cfg.Timeouts
 	err := p.task(ctx, v, timeout+30*time.Second, func() (pve.UPID, error) {
 		var upid pve.UPID
@@ -958,7 +958,7 @@ func (p *Provider) shutdown(ctx context.Context, v vmRef, timeout time.Duration)
 		return ctx.Err()
 	}
 	p.log.Warn("graceful shutdown failed; stopping the VM", "vmid", v.vmid, "node", v.node, "err", err.Error())
-	registry.ReportStep(ctx, "stopping")
+	registry.CallOf(ctx).ReportStep("stopping")
 	return p.power(ctx, v, "stop", t.Stop)
 }
 
@@ -969,7 +969,7 @@ func (p *Provider) destroy(ctx context.Context, v vmRef, state string) error {
 			return err
 		}
 	}
-	registry.ReportStep(ctx, "destroying")
+	registry.CallOf(ctx).ReportStep("destroying")
 	q := url.Values{"purge": {"1"}, "destroy-unreferenced-disks": {"1"}}
 	err := p.task(ctx, v, p.cfg.Timeouts.Destroy, func() (pve.UPID, error) {
 		var upid pve.UPID
@@ -1033,7 +1033,7 @@ func (p *Provider) deleteVM(ctx context.Context, name string) error {
 	if !isManaged(conf) {
 		return errcode.New(errcode.AlreadyExists, fmt.Sprintf("proxmox: delete VirtualMachine %s: VM %d on %s was not created by openctl; refusing to delete it", name, r.VMID, r.Node))
 	}
-	if err := checkOwner(name, strconv.Itoa(r.VMID), r.Node, ownerOf(conf), registry.Owner(ctx)); err != nil {
+	if err := checkOwner(name, strconv.Itoa(r.VMID), r.Node, ownerOf(conf), registry.CallOf(ctx).Owner); err != nil {
 		return fmt.Errorf("proxmox: delete VirtualMachine %s: %w", name, err)
 	}
 	if err := p.destroy(ctx, v, r.Status); err != nil {

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"math"
@@ -140,22 +139,4 @@ func FindAction(p Provider, kind, name string) (Actioner, ActionSpec, error) {
 	}
 	slices.Sort(names)
 	return nil, ActionSpec{}, errcode.New(errcode.Invalid, fmt.Sprintf("registry: %s %s has no action %q (actions: %s)", p.Name(), kind, name, strings.Join(names, ", ")))
-}
-
-type stepKey struct{}
-
-// WithStepReporter returns a context carrying fn; providers called with it
-// report the step they are in ("cloning", "waiting for guest agent") through
-// [ReportStep]. The engine installs one per resource to drive its progress
-// events. fn must be safe for concurrent use.
-func WithStepReporter(ctx context.Context, fn func(step string)) context.Context {
-	return context.WithValue(ctx, stepKey{}, fn)
-}
-
-// ReportStep tells whoever is watching which step the current operation is
-// in. It does nothing when no reporter is installed.
-func ReportStep(ctx context.Context, step string) {
-	if fn, ok := ctx.Value(stepKey{}).(func(string)); ok && fn != nil {
-		fn(step)
-	}
 }

@@ -186,41 +186,41 @@ func TestFindAction(t *testing.T) {
 func TestReportStep(t *testing.T) {
 	t.Run("reporter receives steps", func(t *testing.T) {
 		var steps []string
-		ctx := registry.WithStepReporter(t.Context(), func(s string) { steps = append(steps, s) })
-		registry.ReportStep(ctx, "cloning")
-		registry.ReportStep(ctx, "waiting for guest agent")
+		ctx := registry.WithCall(t.Context(), registry.Call{Step: func(s string) { steps = append(steps, s) }})
+		registry.CallOf(ctx).ReportStep("cloning")
+		registry.CallOf(ctx).ReportStep("waiting for guest agent")
 		assert.Equal(t, []string{"cloning", "waiting for guest agent"}, steps)
 	})
 	t.Run("derived contexts carry the reporter", func(t *testing.T) {
 		var steps []string
-		ctx := registry.WithStepReporter(t.Context(), func(s string) { steps = append(steps, s) })
+		ctx := registry.WithCall(t.Context(), registry.Call{Step: func(s string) { steps = append(steps, s) }})
 		child, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		registry.ReportStep(child, "booting")
+		registry.CallOf(child).ReportStep("booting")
 		assert.Equal(t, []string{"booting"}, steps)
 	})
 	t.Run("inner reporter wins", func(t *testing.T) {
 		var outer, inner []string
-		ctx := registry.WithStepReporter(t.Context(), func(s string) { outer = append(outer, s) })
-		ctx = registry.WithStepReporter(ctx, func(s string) { inner = append(inner, s) })
-		registry.ReportStep(ctx, "x")
+		ctx := registry.WithCall(t.Context(), registry.Call{Step: func(s string) { outer = append(outer, s) }})
+		ctx = registry.WithCall(ctx, registry.Call{Step: func(s string) { inner = append(inner, s) }})
+		registry.CallOf(ctx).ReportStep("x")
 		assert.Empty(t, outer)
 		assert.Equal(t, []string{"x"}, inner)
 	})
 	t.Run("no reporter is a no-op", func(t *testing.T) {
-		assert.NotPanics(t, func() { registry.ReportStep(t.Context(), "cloning") })
+		assert.NotPanics(t, func() { registry.CallOf(t.Context()).ReportStep("cloning") })
 	})
 	t.Run("nil reporter is a no-op", func(t *testing.T) {
-		ctx := registry.WithStepReporter(t.Context(), nil)
-		assert.NotPanics(t, func() { registry.ReportStep(ctx, "cloning") })
+		ctx := registry.WithCall(t.Context(), registry.Call{})
+		assert.NotPanics(t, func() { registry.CallOf(ctx).ReportStep("cloning") })
 	})
 	t.Run("concurrent reports", func(t *testing.T) {
 		var mu sync.Mutex
 		n := 0
-		ctx := registry.WithStepReporter(t.Context(), func(string) { mu.Lock(); n++; mu.Unlock() })
+		ctx := registry.WithCall(t.Context(), registry.Call{Step: func(string) { mu.Lock(); n++; mu.Unlock() }})
 		var wg sync.WaitGroup
 		for range 8 {
-			wg.Go(func() { registry.ReportStep(ctx, "step") })
+			wg.Go(func() { registry.CallOf(ctx).ReportStep("step") })
 		}
 		wg.Wait()
 		assert.Equal(t, 8, n)

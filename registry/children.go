@@ -14,7 +14,7 @@ import (
 // [Planner] instead: the engine then applies them itself.)
 //
 // The engine installs one per resource it applies or deletes
-// ([WithChildRecorder]); providers reach it through [ChildRecorderOf].
+// ([Call].Children).
 // Implementations are safe for concurrent use.
 type ChildRecorder interface {
 	// ChildApplied records child — the manifest as it was applied, $ref
@@ -29,20 +29,4 @@ type ChildRecorder interface {
 	// recording it on its own (a child applied in an earlier run, named
 	// again by the provider).
 	ChildListed(ctx context.Context, id manifest.ID) error
-}
-
-type childKey struct{}
-
-// WithChildRecorder returns a context carrying r. The engine installs one
-// for every provider Apply and Delete.
-func WithChildRecorder(ctx context.Context, r ChildRecorder) context.Context {
-	return context.WithValue(ctx, childKey{}, r)
-}
-
-// ChildRecorderOf returns the recorder ctx carries, or nil when none is
-// installed (a provider used on its own, without an engine): what is
-// applied then is recorded nowhere.
-func ChildRecorderOf(ctx context.Context) ChildRecorder {
-	r, _ := ctx.Value(childKey{}).(ChildRecorder)
-	return r
 }

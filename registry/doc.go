@@ -19,9 +19,9 @@
 //
 // A [Provider] has five methods: Name, Kinds, Get, Apply and Delete. Name
 // is a DNS-1123 label; the provider serves the API group <name>.openctl.io
-// unless it implements [Grouper] (or its [Driver] lists groups): a
-// third-party provider may serve any DNS subdomain group, as a Kubernetes
-// CRD does ("files.example.com"). Kinds lists the kinds it serves. Get, Apply and
+// unless its [Driver] lists groups: a third-party provider may serve any
+// DNS subdomain group, as a Kubernetes CRD does ("files.example.com").
+// Kinds lists the kinds it serves. Get, Apply and
 // Delete take a context.Context first and must honour its cancellation.
 // Apply is idempotent and never sees a $ref marker; Delete of a missing
 // resource is not an error. A provider must be safe for concurrent use:
@@ -31,6 +31,29 @@
 // Go value built by its package's New(cfg). The engine retries whole calls
 // that fail with errcode.Transient; providers do not retry them again
 // inside (see [Provider] for the rule).
+//
+// # What a call carries: Call
+//
+// The other half of the contract is what the engine tells a provider
+// about the call it makes, one [Call] in the call's context, read with
+// [CallOf] (and installed with [WithCall] by the engine, or by a test):
+//
+//   - Owner: the identity of the state store, to mark what the provider
+//     creates so that two installations never take each other's
+//     resources;
+//   - Prior: the resource as last recorded, for kinds that set
+//     [Kind].ReadsPrior;
+//   - Records: the state's records of a kind;
+//   - Cascade: a delete that goes with its owner's;
+//   - Parent: the composite a child belongs to, as the operation applies
+//     it now;
+//   - Children: where a provider records what it applies through other
+//     providers ([ChildRecorder]);
+//   - Step: progress, reported with [Call.ReportStep].
+//
+// Every field may be zero: a provider used without an engine gets the
+// zero Call and must work with it. Nothing else reaches a provider
+// through its context.
 //
 // # Drivers
 //
@@ -59,8 +82,6 @@
 //   - [Planner]: expand a composite resource into child manifests; required
 //     for every kind marked [Kind].Composite.
 //   - [Differ]: say whether a change is made in place or needs a replace.
-//   - [ReadyChecker]: report when a resource that Apply left starting has
-//     become usable; the engine polls it with backoff.
 //   - [Actioner]: offer named operations (start, stop, logs) that a CLI
 //     turns into subcommands; see [FindAction] and [ActionSpec.CheckArgs].
 //   - [Pinger]: check, before an Apply changes anything, that the
@@ -69,9 +90,11 @@
 //
 // A good provider implements Lister and Validator: listing makes it
 // browsable and validation reports mistakes before anything changes. It
-// implements Differ when some fields cannot change in place, ReadyChecker
-// when its resources become usable after Apply returns, Planner for its
-// composite kinds, and io.Closer when it holds connections.
+// implements Differ when some fields cannot change in place, Planner for
+// its composite kinds, and io.Closer when it holds connections. A
+// resource that becomes usable some time after it is created (a VM whose
+// guest agent reports an address) is waited for inside Apply, which
+// reports the wait with [Call.ReportStep].
 //
 // Assert the interfaces a provider means to implement at compile time,
 // next to its type:
@@ -133,10 +156,11 @@
 //
 // # Progress
 //
-// Long operations report the step they are in with [ReportStep]
-// ("cloning", "waiting for guest agent"). The engine installs a reporter
-// per resource with [WithStepReporter]; without one ReportStep does
-// nothing, so providers call it unconditionally.
+// Long operations report the step they are in with [Call.ReportStep]
+// ("cloning", "waiting for guest agent"):
+// registry.CallOf(ctx).ReportStep("cloning"). The engine installs a
+// reporter per resource; without one ReportStep does nothing, so
+// providers call it unconditionally.
 //
 // # Testing providers
 //

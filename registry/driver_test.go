@@ -17,13 +17,15 @@ import (
 	"github.com/openctl/openctl/registry/providertest"
 )
 
-// grouped is a fake provider serving API groups of its own.
-type grouped struct {
-	*providertest.Fake
-	groups []string
+// registerGrouped registers f, serving groups of its own, the way such
+// a provider is registered: through a Driver whose Info lists them.
+func registerGrouped(reg *registry.Registry, f *providertest.Fake, groups ...string) error {
+	d := testDriver{name: f.Name(), groups: groups}
+	for _, k := range f.Kinds() {
+		d.kinds = append(d.kinds, k.Kind)
+	}
+	return reg.RegisterDriver(d, func() (registry.Provider, error) { return f, nil })
 }
-
-func (g grouped) Groups() []string { return g.groups }
 
 // testDriver describes a fake provider without opening it.
 type testDriver struct {
@@ -47,9 +49,9 @@ func (d testDriver) Open(context.Context, registry.DriverConfig, registry.OpenOp
 
 func TestThirdPartyGroupRouting(t *testing.T) {
 	var reg registry.Registry
-	files := grouped{providertest.NewFake("files", "File"), []string{"files.example.com", "archive.example.com"}}
-	vms := providertest.NewFake("vms", "Machine")
-	require.NoError(t, reg.Register(files, vms))
+	files := providertest.NewFake("files", "File")
+	require.NoError(t, registerGrouped(&reg, files, "files.example.com", "archive.example.com"))
+	require.NoError(t, reg.Register(providertest.NewFake("vms", "Machine")))
 	assert.Equal(t, []string{"archive.example.com", "files.example.com", "vms.openctl.io"}, reg.Groups())
 
 	for _, apiVersion := range []string{"files.example.com/v1", "archive.example.com/v2"} {
@@ -71,24 +73,28 @@ func TestThirdPartyGroupRouting(t *testing.T) {
 
 	kinds := reg.Kinds()
 	require.Len(t, kinds, 2)
-	assert.Equal(t, registry.KindRef{Provider: "files", Group: "archive.example.com", Kind: registry.Kind{Kind: "File", Plural: "files"}}, kinds[0])
+	assert.Equal(t, "files", kinds[0].Provider)
+	assert.Equal(t, "archive.example.com", kinds[0].Group)
+	assert.Equal(t, "File", kinds[0].Kind.Kind)
 }
 
 func TestGroupsAreClaimedOnce(t *testing.T) {
 	var reg registry.Registry
-	require.NoError(t, reg.Register(grouped{providertest.NewFake("files", "File"), []string{"files.example.com"}}))
+	require.NoError(t, registerGrouped(&reg, providertest.NewFake("files", "File"), "files.example.com"))
 
-	err := reg.Register(grouped{providertest.NewFake("other", "File"), []string{"files.example.com"}})
+	err := registerGrouped(&reg, providertest.NewFake("other", "File"), "files.example.com")
 	assert.ErrorIs(t, err, errcode.Invalid)
 	assert.ErrorContains(t, err, `providers "files" and "other" both claim API group "files.example.com"`)
 
-	// Within one call too, and nothing of that call is registered.
-	err = reg.Register(providertest.NewFake("a", "X"), grouped{providertest.NewFake("b", "X"), []string{"a.openctl.io"}})
-	assert.ErrorContains(t, err, `providers "a" and "b" both claim API group "a.openctl.io"`)
-	assert.Equal(t, []string{"files"}, reg.Names())
+	// Within one Register call too, and nothing of that call is
+	// registered.
+	require.NoError(t, registerGrouped(&reg, providertest.NewFake("b", "X"), "b.example.com"))
+	err = reg.Register(providertest.NewFake("a", "X"), providertest.NewFake("a", "Y"))
+	assert.ErrorIs(t, err, errcode.Invalid)
+	assert.Equal(t, []string{"b", "files"}, reg.Names())
 
 	for _, bad := range [][]string{{"files"}, {"Files.example.com"}, {"x.example.com", "x.example.com"}, {"-x.example.com"}} {
-		err := reg.Register(grouped{providertest.NewFake("bad", "File"), bad})
+		err := registerGrouped(&reg, providertest.NewFake("bad", "File"), bad...)
 		assert.ErrorIs(t, err, errcode.Invalid, "%q", bad)
 	}
 	err = reg.RegisterDriver(testDriver{name: "drv", groups: []string{"files.example.com"}, kinds: []string{"File"}}, func() (registry.Provider, error) { return nil, nil })
@@ -98,7 +104,7 @@ func TestGroupsAreClaimedOnce(t *testing.T) {
 func TestRegisterDriverOpensOnFirstUseOnce(t *testing.T) {
 	var reg registry.Registry
 	var opened atomic.Int32
-	fake := grouped{providertest.NewFake("files", "File"), []string{"files.example.com"}}
+	fake := providertest.NewFake("files", "File")
 	d := testDriver{name: "files", groups: []string{"files.example.com"}, kinds: []string{"File"}}
 	require.NoError(t, reg.RegisterDriver(d, func() (registry.Provider, error) {
 		opened.Add(1)
@@ -125,7 +131,7 @@ func TestRegisterDriverOpensOnFirstUseOnce(t *testing.T) {
 		wg.Go(func() {
 			p, _, err := reg.Lookup(manifest.ID{APIVersion: "files.example.com/v1", Kind: "File", Name: "x"})
 			assert.NoError(t, err)
-			assert.Same(t, fake.Fake, p.(grouped).Fake)
+			assert.Same(t, fake, p)
 		})
 	}
 	wg.Wait()

@@ -9,8 +9,7 @@ import (
 )
 
 // Provider is what every provider implements: it serves the API group
-// <Name()>.openctl.io (or the groups its [Grouper] or its Driver's Info
-// lists) and reads, applies and deletes resources of the kinds it lists.
+// <Name()>.openctl.io (or the groups its Driver's Info lists) and reads, applies and deletes resources of the kinds it lists.
 //
 // Methods take the context first and must honour its cancellation. Errors
 // are wrapped with %w and classified with the codes of package errcode:
@@ -206,17 +205,6 @@ type Diff struct {
 	// Reasons explain the action, e.g. "template changed: needs a new VM"
 	// or "memory change takes effect after a reboot".
 	Reasons []string
-}
-
-// ReadyChecker is implemented by providers whose resources become usable
-// some time after Apply returns (a VM whose guest agent reports an IP). The
-// engine polls Get and Ready with backoff until Ready reports true, an
-// error, or the engine's readiness deadline passes. A provider that waits
-// inside Apply need not implement it.
-type ReadyChecker interface {
-	// Ready reports whether the live resource is ready, and if not, a short
-	// human-readable reason ("waiting for guest agent").
-	Ready(ctx context.Context, live *manifest.Resource) (ready bool, reason string, err error)
 }
 
 // Actioner is implemented by providers that offer named operations beyond

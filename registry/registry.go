@@ -44,29 +44,19 @@ type entry struct {
 	open   func() (Provider, error) // nil for a provider registered open
 }
 
-// Grouper is implemented by providers registered without a Driver that
-// serve API groups other than <Name>.openctl.io.
-type Grouper interface {
-	// Groups lists the API groups the provider serves.
-	Groups() []string
-}
-
 // Register adds providers that are already open. An empty name, a name
 // that is not a DNS-1123 label, a name or an API group already
 // registered, a malformed group, or a provider with no kinds is an
-// Invalid error; on error nothing is registered. A provider serves
-// <Name>.openctl.io unless it implements [Grouper].
+// Invalid error; on error nothing is registered. A provider registered so
+// serves <Name>.openctl.io; one that serves other groups is registered
+// with [Registry.RegisterDriver], whose [DriverInfo] lists them.
 func (r *Registry) Register(ps ...Provider) error {
 	entries := make([]*entry, 0, len(ps))
 	for _, p := range ps {
 		if p == nil || isNilPointer(p) {
 			return errcode.New(errcode.Invalid, "registry: nil provider")
 		}
-		var groups []string
-		if g, ok := p.(Grouper); ok {
-			groups = g.Groups()
-		}
-		e, err := newEntry(fmt.Sprintf("%T", p), p.Name(), groups, p.Kinds())
+		e, err := newEntry(fmt.Sprintf("%T", p), p.Name(), nil, p.Kinds())
 		if err != nil {
 			return err
 		}

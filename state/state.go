@@ -249,7 +249,7 @@ type Unlocker interface {
 // Identified is implemented by stores that have a stable identity: a
 // random ID made when the store is first used and kept with its data, the
 // same for every process that opens that store and different for every
-// other store. The engine hands it to providers (registry.WithOwner), which
+// other store. The engine hands it to providers (registry.Call.Owner), which
 // mark what they create with it so that openctl installations with
 // different state never adopt each other's resources.
 type Identified interface {

@@ -87,7 +87,7 @@ func (d *demo) Get(ctx context.Context, id manifest.ID) (*manifest.Resource, err
 }
 
 func (d *demo) Apply(ctx context.Context, r *manifest.Resource) (*manifest.Resource, error) {
-	registry.ReportStep(ctx, "provisioning")
+	registry.CallOf(ctx).ReportStep("provisioning")
 	select {
 	case <-time.After(300 * time.Millisecond):
 	case <-ctx.Done():

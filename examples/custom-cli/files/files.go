@@ -182,7 +182,6 @@ type Provider struct {
 
 var (
 	_ registry.Provider  = (*Provider)(nil)
-	_ registry.Grouper   = (*Provider)(nil)
 	_ registry.Lister    = (*Provider)(nil)
 	_ registry.Validator = (*Provider)(nil)
 	_ registry.Actioner  = (*Provider)(nil)
@@ -190,9 +189,6 @@ var (
 
 // Name returns "files".
 func (p *Provider) Name() string { return "files" }
-
-// Groups returns files.example.com.
-func (p *Provider) Groups() []string { return []string{Group} }
 
 // Kinds returns File.
 func (p *Provider) Kinds() []registry.Kind { return []registry.Kind{fileKind} }
