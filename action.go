@@ -25,6 +25,7 @@ import (
 // the state lock, like Apply, and records what it changes through
 // registry.ActionRequest.Record as it goes.
 func (e *Engine) Do(ctx context.Context, id manifest.ID, action string, args map[string]any, out io.Writer) (*registry.ActionResult, error) {
+	id = e.reg.Canonical(id)
 	p, _, err := e.reg.Lookup(id)
 	if err != nil {
 		return nil, err

@@ -62,6 +62,9 @@ func (e *Engine) Apply(ctx context.Context, resources ...*manifest.Resource) (*R
 	if err := e.checkSealing(ctx, s); err != nil {
 		return nil, err
 	}
+	if err := e.moveAliasRecords(ctx, applyIDs(s)); err != nil {
+		return nil, err
+	}
 	if err := e.addPrunes(ctx, s); err != nil {
 		return nil, err
 	}

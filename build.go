@@ -130,6 +130,10 @@ func (e *Engine) add(ctx context.Context, s *set, r *manifest.Resource, owner *n
 	if err := manifest.Validate(r); err != nil {
 		return wrapf(err, "%s%s", r.ID().Short(), at(r))
 	}
+	// A kind or a $ref written under another name of its kind (an alias)
+	// is read, and recorded, as the kind.
+	r.Kind = e.reg.Canonical(r.ID()).Kind
+	refs.Retarget(r, e.reg.Canonical)
 	id := r.ID()
 	p, kind, err := e.reg.Lookup(id)
 	if err != nil {

@@ -25,6 +25,10 @@ import (
 // its record, if any, is forgotten).
 func (e *Engine) Delete(ctx context.Context, ids ...manifest.ID) (*Report, error) {
 	var errs []error
+	ids = slices.Clone(ids)
+	for i := range ids {
+		ids[i] = e.reg.Canonical(ids[i])
+	}
 	for _, id := range ids {
 		if err := id.Validate(); err != nil {
 			errs = append(errs, wrapf(err, "delete %s", id.Short()))
@@ -46,6 +50,9 @@ func (e *Engine) Delete(ctx context.Context, ids ...manifest.ID) (*Report, error
 		return nil, err
 	}
 
+	if err := e.moveAliasRecords(ctx, ids); err != nil {
+		return nil, err
+	}
 	s := newSet()
 	requested := map[manifest.ID]bool{}
 	for _, id := range ids {

@@ -23,7 +23,7 @@ const testAV = "test.openctl.io/v1"
 // first takes status.ip from the first through a $ref.
 type testProvider struct {
 	*providertest.Fake
-	diff  func(desired, live *manifest.Resource) registry.Diff
+	diff func(desired, live *manifest.Resource) registry.Diff
 }
 
 func newTestProvider() *testProvider {

@@ -38,6 +38,7 @@ type Found struct {
 // openctl, such as a template "Ubuntu-24.04") is never recorded: the
 // state is not asked.
 func (e *Engine) Get(ctx context.Context, id manifest.ID) (*Found, error) {
+	id = e.reg.Canonical(id)
 	f := &Found{}
 	if id.Validate() == nil {
 		rec, err := e.store.Get(ctx, id)
@@ -128,6 +129,7 @@ func (e *Engine) Inventory(ctx context.Context, apiVersion, kind string, opts In
 	if err != nil {
 		return nil, fmt.Errorf("openctl: inventory: %w", err)
 	}
+	kind = e.reg.Canonical(manifest.ID{APIVersion: apiVersion, Kind: kind}).Kind
 	idOf := func(name string) manifest.ID { return manifest.ID{APIVersion: apiVersion, Kind: kind, Name: name} }
 	recs, sealed, err := e.records(ctx, state.Filter{Group: group, Kind: kind})
 	if err != nil {

@@ -31,8 +31,9 @@
 // server, in parallel. Server counts must be odd (1, 3, 5, 7): an even
 // count tolerates no more failures than the odd count below it.
 //
-// A Node (NodeSpec; the seed's K3sNode is accepted as a kind of its own,
-// served the same way) is k3s on one machine. Applied on its own, a Node
+// A Node (NodeSpec; "K3sNode", the original openctl's name, is read as a
+// Node: its manifests and $refs apply unchanged and are recorded as Node)
+// is k3s on one machine. Applied on its own, a Node
 // without spec.server joins spec.cluster — or, when it names none, the
 // only Cluster openctl has a record of; with several it is refused with
 // errcode.Conflict, listing them, before anything touches the host.

@@ -23,12 +23,11 @@ import (
 // Name is the provider's name: it serves the API group k3s.openctl.io.
 const Name = "k3s"
 
-// The kinds the provider serves. KindK3sNode is the seed's name for a
-// Node, accepted as it is.
+// The kinds the provider serves. A Node may also be written "K3sNode"
+// (the original openctl's name): the engine reads that as a Node.
 const (
 	KindCluster = "Cluster"
 	KindNode    = "Node"
-	KindK3sNode = "K3sNode"
 )
 
 // APIVersion is the apiVersion of the provider's kinds.
@@ -151,18 +150,8 @@ func (p *Provider) Name() string { return Name }
 // nodeSecrets are the secret fields of a Node.
 var nodeSecrets = []string{"spec.token", "spec.agentToken", "spec.kubeconfig", "spec.agentPKI", "status.token", "status.agentToken", "status.kubeconfig", "status.agentPKI"}
 
-// Kinds returns Cluster, Node and K3sNode.
+// Kinds returns Cluster and Node (also called K3sNode).
 func (p *Provider) Kinds() []registry.Kind {
-	node := func(kind, plural string) registry.Kind {
-		return registry.Kind{
-			Kind: kind, Plural: plural, ReadsPrior: true, SecretFields: nodeSecrets,
-			Columns: []registry.Column{
-				{Name: "ROLE", Field: "status.role"}, {Name: "PHASE", Field: "status.phase"},
-				{Name: "VERSION", Field: "status.version"}, {Name: "ADDRESS", Field: "status.address"},
-				{Name: "CLUSTER", Field: "spec.cluster", Wide: true},
-			},
-		}
-	}
 	return []registry.Kind{
 		{
 			Kind: KindCluster, Plural: "clusters", Composite: true, ReadsPrior: true,
@@ -173,9 +162,15 @@ func (p *Provider) Kinds() []registry.Kind {
 			},
 			Hint: "kubectl --kubeconfig {status.outputs.kubeconfigPath} get nodes -o wide",
 		},
-		// "nodes" is Proxmox's: a K3s node is a k3snode.
-		node(KindNode, "k3snodes"),
-		node(KindK3sNode, ""),
+		{
+			// "nodes" is Proxmox's: a K3s node is a k3snode.
+			Kind: KindNode, Plural: "k3snodes", Aliases: []string{"K3sNode"}, ReadsPrior: true, SecretFields: nodeSecrets,
+			Columns: []registry.Column{
+				{Name: "ROLE", Field: "status.role"}, {Name: "PHASE", Field: "status.phase"},
+				{Name: "VERSION", Field: "status.version"}, {Name: "ADDRESS", Field: "status.address"},
+				{Name: "CLUSTER", Field: "spec.cluster", Wide: true},
+			},
+		},
 	}
 }
 
@@ -183,7 +178,7 @@ func (p *Provider) Kinds() []registry.Kind {
 // recorded status), a cluster from its nodes.
 func (p *Provider) Get(ctx context.Context, id manifest.ID) (*manifest.Resource, error) {
 	switch id.Kind {
-	case KindNode, KindK3sNode:
+	case KindNode:
 		return p.getNode(ctx, id)
 	case KindCluster:
 		return p.getCluster(ctx, id)
@@ -195,7 +190,7 @@ func (p *Provider) Get(ctx context.Context, id manifest.ID) (*manifest.Resource,
 // engine applied.
 func (p *Provider) Apply(ctx context.Context, r *manifest.Resource) (*manifest.Resource, error) {
 	switch r.Kind {
-	case KindNode, KindK3sNode:
+	case KindNode:
 		return p.applyNode(ctx, r)
 	case KindCluster:
 		return p.applyCluster(ctx, r)
@@ -207,7 +202,7 @@ func (p *Provider) Apply(ctx context.Context, r *manifest.Resource) (*manifest.R
 // before it, and deleting the cluster itself removes its kubeconfig.
 func (p *Provider) Delete(ctx context.Context, id manifest.ID) error {
 	switch id.Kind {
-	case KindNode, KindK3sNode:
+	case KindNode:
 		return p.deleteNode(ctx, id)
 	case KindCluster:
 		return p.deleteCluster(ctx, id)
@@ -216,7 +211,7 @@ func (p *Provider) Delete(ctx context.Context, id manifest.ID) error {
 }
 
 func unknownKind(kind string) error {
-	return errcode.New(errcode.Invalid, fmt.Sprintf("k3s: kind %q is not served (Cluster, Node, K3sNode)", kind))
+	return errcode.New(errcode.Invalid, fmt.Sprintf("k3s: kind %q is not served (Cluster, Node)", kind))
 }
 
 // kubeconfigPath is where a cluster's kubeconfig goes; "" when none is
@@ -239,7 +234,7 @@ func (p *Provider) Validate(_ context.Context, r *manifest.Resource) error {
 	case KindCluster:
 		_, err := DecodeClusterSpec(r)
 		return err
-	case KindNode, KindK3sNode:
+	case KindNode:
 		if deps, err := refs.Dependencies(r); err != nil || len(deps) > 0 {
 			return err
 		}
@@ -320,7 +315,7 @@ func (p *Provider) Do(ctx context.Context, req registry.ActionRequest) (*registr
 		return p.upgradeCluster(ctx, req)
 	case req.ID.Kind == KindCluster && req.Action == "rotate-agent-ca":
 		return p.rotateAgentCA(ctx, req)
-	case (req.ID.Kind == KindNode || req.ID.Kind == KindK3sNode) && (req.Action == "logs" || req.Action == "restart"):
+	case req.ID.Kind == KindNode && (req.Action == "logs" || req.Action == "restart"):
 		c, err := p.nodeAgent(ctx, req.ID)
 		if err != nil {
 			return nil, err

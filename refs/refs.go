@@ -373,3 +373,37 @@ func selfErr(target manifest.ID, field string) *Error {
 func rootErr(self manifest.ID) *Error {
 	return &Error{Resource: self, Path: "spec", Code: errcode.Invalid, Msg: fmt.Sprintf("a %s marker cannot stand for the whole spec", Key)}
 }
+
+// Retarget replaces, in r's spec, the target of every well-formed marker
+// with f(target), in place: a kind written under another name (an alias)
+// becomes the name its provider serves it by. Malformed markers are left
+// for [Collect] to report.
+func Retarget(r *manifest.Resource, f func(manifest.ID) manifest.ID) {
+	if r != nil {
+		retarget(r.Spec, f)
+	}
+}
+
+func retarget(v any, f func(manifest.ID) manifest.ID) {
+	switch x := v.(type) {
+	case map[string]any:
+		if v, ok := x[Key]; ok {
+			target, _, err := shape(x, v)
+			if err != nil {
+				return
+			}
+			if to := f(target); to != target {
+				ref := v.(map[string]any)
+				ref[keyAPIVersion], ref[keyKind], ref[keyName] = to.APIVersion, to.Kind, to.Name
+			}
+			return
+		}
+		for _, e := range x {
+			retarget(e, f)
+		}
+	case []any:
+		for _, e := range x {
+			retarget(e, f)
+		}
+	}
+}

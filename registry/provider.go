@@ -57,6 +57,12 @@ type Kind struct {
 	Plural string `json:"plural,omitempty"`
 	// ShortNames are further aliases, e.g. "vm".
 	ShortNames []string `json:"shortNames,omitempty"`
+	// Aliases are other names manifests and $ref markers may give the
+	// kind (a name from an earlier API, e.g. "K3sNode" for a K3s Node).
+	// They are not kinds of their own: the engine reads a resource or a
+	// $ref written with one as this kind ([Registry.Canonical]), records
+	// it under this kind, and a CLI resolves the name to this kind.
+	Aliases []string `json:"aliases,omitempty"`
 	// Versions lists the apiVersion versions served ("v1"). Empty means
 	// every version.
 	Versions []string `json:"versions,omitempty"`

@@ -32,10 +32,11 @@ type Registry struct {
 // registration: a provider's kinds must not change afterwards. A provider
 // registered through a Driver is opened on first use.
 type entry struct {
-	name   string
-	groups []string        // sorted
-	kinds  map[string]Kind // by Kind.Kind
-	names  []string        // kind names, sorted
+	name    string
+	groups  []string          // sorted
+	kinds   map[string]Kind   // by Kind.Kind
+	aliases map[string]string // Kind.Aliases → Kind.Kind
+	names   []string          // kind names, sorted
 
 	mu     sync.Mutex // guards p, err and opened
 	p      Provider
@@ -101,7 +102,7 @@ func newEntry(what, name string, groups []string, kinds []Kind) (*entry, error) 
 	if len(groups) == 0 {
 		groups = []string{name + manifest.APIGroupSuffix}
 	}
-	e := &entry{name: name, groups: slices.Sorted(slices.Values(groups)), kinds: map[string]Kind{}}
+	e := &entry{name: name, groups: slices.Sorted(slices.Values(groups)), kinds: map[string]Kind{}, aliases: map[string]string{}}
 	for i, g := range e.groups {
 		if err := manifest.ValidateGroup(g); err != nil {
 			return nil, errcode.Wrap(errcode.Invalid, fmt.Sprintf("registry: provider %q", name), err)
@@ -119,6 +120,21 @@ func newEntry(what, name string, groups []string, kinds []Kind) (*entry, error) 
 		}
 		e.kinds[k.Kind] = k
 		e.names = append(e.names, k.Kind)
+	}
+	for _, k := range kinds {
+		for _, a := range k.Aliases {
+			_, isKind := e.kinds[a]
+			if other, dup := e.aliases[a]; dup || isKind {
+				if !dup {
+					other = a
+				}
+				return nil, errcode.New(errcode.Invalid, fmt.Sprintf("registry: provider %q: alias %q of kind %q is already the name of kind %q", name, a, k.Kind, other))
+			}
+			if err := (manifest.ID{APIVersion: e.groups[0] + "/v1", Kind: a, Name: "x"}).Validate(); err != nil {
+				return nil, errcode.Wrap(errcode.Invalid, fmt.Sprintf("registry: provider %q: alias of kind %q", name, k.Kind), err)
+			}
+			e.aliases[a] = k.Kind
+		}
 	}
 	slices.Sort(e.names)
 	return e, nil
@@ -232,6 +248,26 @@ func (r *Registry) Lookup(id manifest.ID) (Provider, Kind, error) {
 	return p, k, nil
 }
 
+// Canonical returns id with its kind the one the provider serving its
+// group names it, when id's kind is one of that kind's [Kind].Aliases;
+// any other id unchanged (Lookup then reports what is wrong with it).
+func (r *Registry) Canonical(id manifest.ID) manifest.ID {
+	group, _, err := manifest.SplitAPIVersion(id.APIVersion)
+	if err != nil {
+		return id
+	}
+	r.mu.RLock()
+	e := r.groups[group]
+	r.mu.RUnlock()
+	if e == nil {
+		return id
+	}
+	if k, ok := e.aliases[id.Kind]; ok {
+		id.Kind = k
+	}
+	return id
+}
+
 // Route returns the name of the provider and the kind that serve id's
 // apiVersion and kind, with Lookup's errors, without opening the
 // provider.
@@ -255,6 +291,9 @@ func (r *Registry) route(id manifest.ID) (*entry, Kind, error) {
 		return nil, Kind{}, &UnknownGroupError{Group: group, Registered: r.Groups()}
 	}
 	k, ok := e.kinds[id.Kind]
+	if canonical, alias := e.aliases[id.Kind]; alias {
+		return nil, Kind{}, errcode.New(errcode.Invalid, fmt.Sprintf("registry: kind %q is another name of %q: route it as %s (Registry.Canonical)", id.Kind, canonical, canonical))
+	}
 	if !ok {
 		return nil, Kind{}, errcode.New(errcode.Invalid, fmt.Sprintf("registry: provider %q does not serve kind %q (it serves: %s)", e.name, id.Kind, strings.Join(e.names, ", ")))
 	}
@@ -298,11 +337,11 @@ func (r *Registry) Kinds() []KindRef {
 }
 
 // ResolveKind finds a kind by the names a CLI accepts: the kind itself
-// (case-insensitive), its plural or a short name, optionally qualified by
-// provider as "vm.proxmox" (KIND.PROVIDER). A plural or short name wins
-// over another kind's bare name. An unknown name is an Invalid error; a
-// name two providers share is an Invalid error asking for the qualified
-// form.
+// or one of its aliases (case-insensitive), its plural or a short name,
+// optionally qualified by provider as "vm.proxmox" (KIND.PROVIDER). A
+// plural or short name wins over another kind's bare name. An unknown
+// name is an Invalid error; a name two providers share is an Invalid
+// error asking for the qualified form.
 func (r *Registry) ResolveKind(name string) (KindRef, error) {
 	want, provider, _ := strings.Cut(strings.ToLower(name), ".")
 	if want == "" {
@@ -319,7 +358,7 @@ func (r *Registry) ResolveKind(name string) (KindRef, error) {
 		switch {
 		case k.Plural == want || slices.Contains(k.ShortNames, want):
 			matches = append(matches, k)
-		case strings.ToLower(k.Kind.Kind) == want:
+		case strings.ToLower(k.Kind.Kind) == want || slices.ContainsFunc(k.Aliases, func(a string) bool { return strings.ToLower(a) == want }):
 			byKind = append(byKind, k)
 		}
 	}

@@ -381,7 +381,7 @@ func kindRegistry(t *testing.T) *registry.Registry {
 			registry.Kind{Kind: "Node", Plural: "nodes", ReadOnly: true},
 		),
 		newStub("k3s",
-			registry.Kind{Kind: "Node", Plural: "nodes", ShortNames: []string{"no"}},
+			registry.Kind{Kind: "Node", Plural: "nodes", ShortNames: []string{"no"}, Aliases: []string{"K3sNode"}},
 			registry.Kind{Kind: "Cluster", Plural: "clusters", Composite: true},
 		),
 	))
@@ -409,6 +409,8 @@ func TestResolveKind(t *testing.T) {
 		{name: "qualified", in: "vm.proxmox", wantProvider: "proxmox", wantKind: "VirtualMachine"},
 		{name: "qualified shared kind", in: "node.proxmox", wantProvider: "proxmox", wantKind: "Node"},
 		{name: "qualified shared kind other provider", in: "Nodes.K3S", wantProvider: "k3s", wantKind: "Node"},
+		{name: "alias", in: "k3snode", wantProvider: "k3s", wantKind: "Node"},
+		{name: "alias as written", in: "K3sNode", wantProvider: "k3s", wantKind: "Node"},
 		{name: "ambiguous kind", in: "node", wantErr: `registry: kind "node" is ambiguous; use one of node.k3s, node.proxmox`},
 		{name: "ambiguous plural", in: "Nodes", wantErr: `registry: kind "Nodes" is ambiguous; use one of nodes.k3s, nodes.proxmox`},
 		{name: "unknown", in: "bucket", wantErr: `registry: unknown kind "bucket"`},
@@ -564,4 +566,34 @@ func TestResolveKindNamesBeatKinds(t *testing.T) {
 	got, err = reg.ResolveKind("k3snodes")
 	require.NoError(t, err)
 	assert.Equal(t, "k3s", got.Provider)
+}
+
+// An alias is another name of a kind: Canonical reads it as the kind,
+// Lookup refuses it unread (the engine canonicalises first), and a
+// provider may not give one name twice.
+func TestKindAliases(t *testing.T) {
+	reg := kindRegistry(t)
+	alias := manifest.ID{APIVersion: "k3s.openctl.io/v1", Kind: "K3sNode", Name: "cp-0"}
+	assert.Equal(t, manifest.ID{APIVersion: "k3s.openctl.io/v1", Kind: "Node", Name: "cp-0"}, reg.Canonical(alias))
+	for _, id := range []manifest.ID{
+		{APIVersion: "k3s.openctl.io/v1", Kind: "Node", Name: "cp-0"},
+		{APIVersion: "proxmox.openctl.io/v1", Kind: "K3sNode", Name: "x"}, // another provider's group: not its alias
+		{APIVersion: "nowhere.openctl.io/v1", Kind: "K3sNode", Name: "x"},
+		{APIVersion: "not a version", Kind: "K3sNode", Name: "x"},
+	} {
+		assert.Equal(t, id, reg.Canonical(id))
+	}
+	_, _, err := reg.Lookup(alias)
+	require.ErrorIs(t, err, errcode.Invalid)
+	assert.ErrorContains(t, err, `registry: kind "K3sNode" is another name of "Node": route it as Node`)
+
+	for name, kinds := range map[string][]registry.Kind{
+		"alias of a kind's name": {{Kind: "Node", Aliases: []string{"Cluster"}}, {Kind: "Cluster"}},
+		"alias given twice":      {{Kind: "Node", Aliases: []string{"Old"}}, {Kind: "Cluster", Aliases: []string{"Old"}}},
+		"alias not a kind name":  {{Kind: "Node", Aliases: []string{"old-node"}}},
+	} {
+		var r registry.Registry
+		err := r.Register(newStub("p", kinds...))
+		assert.ErrorIs(t, err, errcode.Invalid, name)
+	}
 }
