@@ -52,8 +52,7 @@ func classifyAgentErr(err error) agentState {
 }
 
 // agentIPs asks the guest agent once for the VM's addresses. ips lists the
-// usable ones (no link-local, no loopback but on the VM's first
-// network's interface), primary is the IPv4 (else IPv6)
+// usable ones (no loopback, no link-local), primary is the IPv4 (else IPv6)
 // address of the interface whose MAC is the VM's first network's; ips is
 // empty while the guest has only loopback or link-local addresses.
 func (p *Provider) agentIPs(ctx context.Context, v vmRef, conf vmConfig, s *VMSpec) (ips []string, primary string, err error) {
@@ -69,9 +68,7 @@ func (p *Provider) agentIPs(ctx context.Context, v vmRef, conf vmConfig, s *VMSp
 		onPrimary := mac != "" && strings.EqualFold(ifc.HardwareAdr, mac)
 		for _, a := range ifc.IPAddresses {
 			addr, err := netip.ParseAddr(a.Address)
-			// A loopback address counts only on the VM's own network
-			// interface, where a sandbox puts its guests (127.80.0.0/16).
-			if err != nil || (addr.IsLoopback() && !onPrimary) || addr.IsLinkLocalUnicast() || addr.IsUnspecified() || addr.IsMulticast() {
+			if err != nil || addr.IsLoopback() || addr.IsLinkLocalUnicast() || addr.IsUnspecified() || addr.IsMulticast() {
 				continue
 			}
 			ips = append(ips, addr.String())

@@ -18,9 +18,11 @@
 //
 // The world's hosts live on loopback addresses: a guest whose cloud-init
 // address is a.b.c.d is reached at 127.80.c.d (Options.Network's first
-// two octets), which its guest agent reports as the VM's address, and
-// literal addresses in K3s manifests (a VIP) move the same way
-// (MapAddress, k3s.Config.AddressMap). Every host answers SSH on
+// two octets). Its guest agent reports a.b.c.d, the VM's own address, as
+// a real guest's does; reaching it is the sandbox's business: the K3s
+// provider's address map (K3sHosts().AddressMap, k3s.Config.AddressMap)
+// moves every address it uses — a VM's, read through a $ref, and literal
+// ones in K3s manifests such as a VIP — the same way (MapAddress). Every host answers SSH on
 // Options.SSHPort (default 2222, since 22 needs root) with the host key
 // its guest agent reports, for its cloud-init user with cloud-init's
 // keys and the world's own key (Identity), which the K3s provider logs

@@ -109,7 +109,7 @@ func (w *World) Start(g proxmoxtest.Guest) (proxmoxtest.GuestReport, error) {
 		}
 	})
 	w.guests[g.VMID] = gu
-	return proxmoxtest.GuestReport{IPv4: addr.String(), Prefix: prefix, HostKey: key.PublicKey()}, nil
+	return proxmoxtest.GuestReport{HostKey: key.PublicKey()}, nil
 }
 
 // Stop cuts VM vmid's power.

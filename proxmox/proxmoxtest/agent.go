@@ -73,9 +73,6 @@ func (s *Server) agentNetwork(q *request) (any, *apiError) {
 			} else if i > 0 {
 				ip = ""
 			}
-			if i == 0 && v.report.IPv4 != "" {
-				ip, prefix = v.report.IPv4, v.report.Prefix
-			}
 			if ip != "" {
 				addrs = append(addrs, map[string]any{"ip-address-type": "ipv4", "ip-address": ip, "prefix": prefix})
 			}

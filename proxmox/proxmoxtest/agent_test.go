@@ -57,8 +57,8 @@ func TestGuestHostKeys(t *testing.T) {
 	assert.Regexp(t, `^10\.10\.0\.[0-9]+$`, asked[1])
 }
 
-// recordGuests records what the simulator tells its Guests and reports a
-// loopback address and its own host key for every guest.
+// recordGuests records what the simulator tells its Guests and reports
+// its own host key for every guest.
 type recordGuests struct {
 	mu      sync.Mutex
 	events  []string
@@ -74,7 +74,7 @@ func (g *recordGuests) Start(guest proxmoxtest.Guest) (proxmoxtest.GuestReport, 
 	if guest.Name == "broken" {
 		return proxmoxtest.GuestReport{}, errors.New("guest failed to boot")
 	}
-	return proxmoxtest.GuestReport{IPv4: "127.80.9.5", Prefix: 16, HostKey: g.key}, nil
+	return proxmoxtest.GuestReport{HostKey: g.key}, nil
 }
 
 func (g *recordGuests) Stop(vmid int) {
@@ -91,7 +91,8 @@ func (g *recordGuests) Destroy(vmid int) {
 
 // TestGuests: WithGuests is told of every boot (with the cloud-init
 // address, user and keys), stop, reboot and destroy; the guest agent
-// reports the address and host key the guest's Start returned; a guest
+// reports the cloud-init address on the first interface, as a real
+// guest does, and the host key the guest's Start returned; a guest
 // that fails to boot fails the start task.
 func TestGuests(t *testing.T) {
 	pub, _, err := ed25519.GenerateKey(nil)
@@ -126,7 +127,7 @@ func TestGuests(t *testing.T) {
 			}
 		}
 	}
-	assert.Contains(t, ips, "127.80.9.5/16")
+	assert.Contains(t, ips, "192.168.1.50/24", "the cloud-init address, as a real guest reports it")
 	f, err := vm.AgentFileRead(ctx, proxmoxtest.HostKeyPath)
 	require.NoError(t, err)
 	key, _, _, _, err := ssh.ParseAuthorizedKey([]byte(f.Content))

@@ -42,13 +42,12 @@ type Guest struct {
 	SSHKeys []string
 }
 
-// GuestReport is what a started guest's agent reports.
+// GuestReport is what a started guest's agent reports beyond what the
+// simulator knows. Its addresses are the VM's own, as a real guest's
+// are: the cloud-init address on the first interface, else its DHCP
+// lease. (How a sandbox reaches a guest at that address is the
+// sandbox's business.)
 type GuestReport struct {
-	// IPv4 and Prefix, when set, replace the first interface's address
-	// in network-get-interfaces: the address the guest is really reached
-	// at (a sandbox moves its VMs onto loopback addresses).
-	IPv4   string
-	Prefix int
 	// HostKey, when set, is the SSH host key file-read serves.
 	HostKey ssh.PublicKey
 }
