@@ -23,6 +23,7 @@ import (
 	"github.com/openctl/openctl/proxmox"
 	"github.com/openctl/openctl/registry"
 	"github.com/openctl/openctl/sandbox"
+	"github.com/openctl/openctl/sandbox/sandboxcmd"
 	"github.com/openctl/openctl/state"
 	"github.com/openctl/openctl/state/postgres"
 )
@@ -36,7 +37,7 @@ func options() cli.Options {
 	return cli.Options{
 		Drivers:  []registry.Driver{proxmox.Driver{SandboxGuests: box.ProxmoxGuests}, k3s.Driver{SandboxHosts: box.K3sHosts}},
 		Backends: []state.Backend{state.FileBackend{}, postgres.Backend{}},
-		Commands: []*cobra.Command{sandboxCmd()},
+		Commands: []*cobra.Command{sandboxcmd.Command()},
 	}
 }
 

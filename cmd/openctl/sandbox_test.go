@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/openctl/openctl/cli"
+	"github.com/openctl/openctl/sandbox"
 )
 
 func TestSandbox(t *testing.T) {
@@ -35,7 +36,7 @@ func TestSandbox(t *testing.T) {
 // sandboxProcess is `openctl sandbox` running as a process.
 type sandboxProcess struct {
 	cmd    *exec.Cmd
-	info   sandboxInfo
+	info   sandbox.ServerInfo
 	stderr *bytes.Buffer
 	done   chan error
 	exited bool
@@ -165,7 +166,7 @@ func TestSandboxFaultFlags(t *testing.T) {
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')
 	require.NoError(t, err)
-	var info sandboxInfo
+	var info sandbox.ServerInfo
 	require.NoError(t, json.Unmarshal([]byte(line), &info))
 	client := pinnedClient(info.Fingerprint)
 	get := func(path string) int {

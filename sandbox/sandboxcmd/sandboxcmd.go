@@ -1,43 +1,28 @@
-package main
+// Package sandboxcmd is the "openctl sandbox" command: a Proxmox VE
+// simulator served over HTTPS whose VMs' guests are simulated hosts the
+// K3s provider of another openctl process reaches, for CI jobs. It is
+// kept apart from package sandbox so that a program embedding the
+// sandbox does not link the command-line library.
+//
+//	cli.Main(cli.Options{Drivers: …, Commands: []*cobra.Command{sandboxcmd.Command()}})
+package sandboxcmd
 
 import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 
-	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/proxmox/proxmoxtest"
 	"github.com/openctl/openctl/sandbox"
 )
 
-// sandboxInfo is the one JSON line sandbox prints once it is serving.
-type sandboxInfo struct {
-	URL         string `json:"url"`
-	TokenID     string `json:"tokenId"`
-	TokenSecret string `json:"tokenSecret"`
-	Fingerprint string `json:"fingerprint"`
-	// K3s is how the K3s provider reaches the VMs' hosts.
-	K3s sandboxK3s `json:"k3s"`
-}
-
-// sandboxK3s is the providers.k3s settings for the sandbox's hosts.
-type sandboxK3s struct {
-	ReleaseURL     string `json:"releaseURL"`
-	AgentBinaryDir string `json:"agentBinaryDir"`
-	SSHPort        int    `json:"sshPort"`
-	IdentityFile   string `json:"identityFile"`
-	AddressMap     string `json:"addressMap"`
-}
-
-// sandboxCmd is "openctl sandbox": the Proxmox VE simulator as a server,
+// Command is "openctl sandbox": the Proxmox VE simulator as a server,
 // its VMs' guests simulated hosts the K3s provider can reach, for CI jobs
-// that run openctl plan and apply against it.
-func sandboxCmd() *cobra.Command {
+// that run openctl plan and apply against it. Add it to cli.Options'
+// Commands; it is a thin layer over sandbox.StartServer.
+func Command() *cobra.Command {
 	var (
 		listen    string
 		configOut string
@@ -78,35 +63,19 @@ SIGINT or SIGTERM. --listen 127.0.0.1:0 picks a free port.`,
 			if v, err := cmd.Flags().GetBool("verbose"); err == nil && v {
 				log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 			}
-			world, err := sandbox.New(sandbox.Options{Logger: log})
-			if err != nil {
-				return err
-			}
-			defer world.Close()
-			srv, err := proxmoxtest.New(append(proxmoxtest.SandboxLayout(nodes, shared),
+			srv, err := sandbox.StartServer(sandbox.ServerOptions{Listen: listen, Logger: log, Simulator: append(proxmoxtest.SandboxLayout(nodes, shared),
 				proxmoxtest.WithSeed(seed),
 				proxmoxtest.WithSpeed(speed),
 				proxmoxtest.WithLatencies(lat),
 				proxmoxtest.WithFaults(faults),
-				proxmoxtest.WithLogger(log),
-				proxmoxtest.WithGuests(world),
-			)...)
+			)})
 			if err != nil {
-				return fmt.Errorf("sandbox: %w", errcode.Wrap(errcode.Invalid, "", err))
-			}
-			if err := srv.Start(listen); err != nil {
-				return fmt.Errorf("sandbox: %w", errcode.Wrap(errcode.Invalid, "", err))
+				return err
 			}
 			defer srv.Close()
-
-			id, secret := srv.Token()
-			hosts := world.K3sHosts()
-			info := sandboxInfo{URL: srv.URL(), TokenID: id, TokenSecret: secret, Fingerprint: srv.Fingerprint(), K3s: sandboxK3s{
-				ReleaseURL: hosts.ReleaseURL, AgentBinaryDir: hosts.AgentBinaryDir, SSHPort: hosts.SSHPort,
-				IdentityFile: world.IdentityFile(), AddressMap: world.Network().String(),
-			}}
+			info := srv.Info()
 			if configOut != "" {
-				if err := writeSandboxConfig(configOut, info, hosts.Dir); err != nil {
+				if err := srv.WriteConfig(configOut); err != nil {
 					return fmt.Errorf("sandbox: --config-out: %w", err)
 				}
 			}
@@ -117,7 +86,7 @@ SIGINT or SIGTERM. --listen 127.0.0.1:0 picks a free port.`,
 			if _, err := fmt.Fprintf(cmd.OutOrStdout(), "%s\n", line); err != nil {
 				return fmt.Errorf("sandbox: %w", err)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "openctl sandbox: Proxmox VE simulator with %d node(s) at %s, its VMs' hosts on %s; stop with Ctrl-C\n", nodes, srv.URL(), world.Network())
+			fmt.Fprintf(cmd.ErrOrStderr(), "openctl sandbox: Proxmox VE simulator with %d node(s) at %s, its VMs' hosts on %s; stop with Ctrl-C\n", nodes, info.URL, srv.World().Network())
 			<-ctx.Done()
 			return nil
 		},
@@ -142,40 +111,4 @@ SIGINT or SIGTERM. --listen 127.0.0.1:0 picks a free port.`,
 	f.Float64Var(&faults.TaskFailureRate, "fault-task-failure-rate", 0, "probability that a task fails")
 	f.StringSliceVar(&faults.Routes, "fault-routes", nil, `restrict request faults to these routes ("METHOD /path", e.g. "POST /nodes/{node}/qemu/{vmid}/clone")`)
 	return cmd
-}
-
-// writeSandboxConfig writes an openctl configuration file that points the
-// Proxmox VE provider at the simulator and the K3s provider at its hosts,
-// keeping the K3s provider's files (binaries, kubeconfigs, the kubeconfig
-// merged into) under dir, never in the user's home.
-func writeSandboxConfig(path string, info sandboxInfo, dir string) error {
-	type agentSec struct {
-		BinaryDir string `yaml:"binaryDir"`
-	}
-	type sshSec struct {
-		Port         int    `yaml:"port"`
-		IdentityFile string `yaml:"identityFile"`
-	}
-	doc := map[string]any{"providers": map[string]any{
-		"proxmox": map[string]any{
-			"default-context": "sandbox",
-			"contexts":        map[string]any{"sandbox": map[string]any{"endpoint": info.URL, "credentials": "sandbox", "fingerprint": info.Fingerprint}},
-			"credentials":     map[string]any{"sandbox": map[string]any{"tokenId": info.TokenID, "tokenSecret": info.TokenSecret}},
-		},
-		"k3s": map[string]any{
-			"binaryDir":     filepath.Join(dir, "k3s"),
-			"releaseURL":    info.K3s.ReleaseURL,
-			"kubeconfigDir": filepath.Join(dir, "kubeconfigs"),
-			"kubeconfig":    filepath.Join(dir, "kubeconfig"),
-			"agent":         agentSec{BinaryDir: info.K3s.AgentBinaryDir},
-			"ssh":           sshSec{Port: info.K3s.SSHPort, IdentityFile: info.K3s.IdentityFile},
-			"addressMap":    info.K3s.AddressMap,
-		},
-	}}
-	b, err := yaml.Marshal(doc)
-	if err != nil {
-		return err
-	}
-	b = append([]byte("# Written by openctl sandbox: valid while it runs.\n"), b...)
-	return os.WriteFile(path, b, 0o600)
 }
