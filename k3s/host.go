@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -334,73 +333,4 @@ func existingTokens(ctx context.Context, h *remote.Host, path string) (token, ag
 		}
 	}
 	return token, agentToken, nil
-}
-
-// installHash identifies an install script run: the script, the version,
-// the arguments and the environment (tokens included, hashed).
-func installHash(url, version string, args []string, env []byte) string {
-	return sha256Hex(fmt.Appendf(nil, "%s\n%s\n%q\n%s", url, version, args, env))
-}
-
-// installScriptRun fetches the install script ($1: its URL) on the node
-// and runs it with the variables of the file $2 (0600, tokens: removed at
-// once, so they never appear on a command line), INSTALL_K3S_VERSION
-// ($3) and INSTALL_K3S_SKIP_START (openctl starts the service itself,
-// without blocking), the command and flags after them; then records $4 in
-// installedPath.
-const installScriptRun = `url=$1 vars=$2 version=$3 want=$4
-shift 4
-set -a; . "$vars"; set +a
-rm -f "$vars"
-script=$(mktemp)
-trap 'rm -f "$script"' EXIT
-if command -v curl >/dev/null 2>&1; then curl -sSfL --proto =https -o "$script" "$url"
-elif command -v wget >/dev/null 2>&1; then wget -q --https-only -O "$script" "$url"
-else echo "neither curl nor wget is installed to fetch $url" >&2; exit 1; fi
-INSTALL_K3S_VERSION=$version INSTALL_K3S_SKIP_START=true sh "$script" "$@"
-mkdir -p "$(dirname ` + installedPath + `)"
-echo "$want" > ` + installedPath
-
-// installByScript runs the install script on the node unless it already
-// ran with the same script, version, arguments and environment and the
-// installed k3s reports the version.
-func installByScript(ctx context.Context, h *remote.Host, pr *probe, s *NodeSpec, args []string, env []byte) (bool, error) {
-	url := s.K3s.scriptURL()
-	want := installHash(url, s.K3s.Version, args, env)
-	if pr.installed == want && pr.version == s.K3s.Version {
-		return false, nil
-	}
-	vars := "/run/openctl-k3s-install.env"
-	if err := h.WriteFile(ctx, vars, 0o600, bytes.NewReader(env)); err != nil {
-		return false, err
-	}
-	cmd := "server"
-	if s.Role == RoleAgent {
-		cmd = "agent"
-	}
-	words := []string{url, vars, s.K3s.Version, want, cmd}
-	var b strings.Builder
-	b.WriteString("set -- ")
-	for i, w := range append(words, args...) {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(remote.Quote(w))
-	}
-	b.WriteString("\n" + installScriptRun)
-	_, err := h.Run(ctx, remote.Command{Step: "run the install script", Script: b.String()})
-	return true, err
-}
-
-// upload copies the binary to the host unless it is there already.
-func upload(ctx context.Context, h *remote.Host, bin *binary, have string) (bool, error) {
-	if have == bin.sha256 {
-		return false, nil
-	}
-	f, err := os.Open(bin.path)
-	if err != nil {
-		return false, errcode.Wrap(errcode.Internal, "k3s: binary", err)
-	}
-	defer f.Close()
-	return true, h.WriteFile(ctx, binPath, 0o755, f)
 }

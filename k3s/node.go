@@ -1,17 +1,12 @@
 package k3s
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io/fs"
 	"net"
 	"strconv"
 	"strings"
 	"time"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openctl/openctl/agent"
 	"github.com/openctl/openctl/backoff"
@@ -70,7 +65,8 @@ func priorLocation(ctx context.Context, id manifest.ID) (*location, error) {
 }
 
 // applyNode installs k3s on the node's host, or leaves it alone when what
-// is there already matches, and waits until it is ready.
+// is there already matches, and waits until it is ready: the steps of a
+// nodeApply, in order.
 func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manifest.Resource, error) {
 	s, err := p.nodeSpec(r)
 	if err != nil {
@@ -81,178 +77,171 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 	if err := p.joinInfo(ctx, name, s); err != nil {
 		return nil, err
 	}
-	loc := &location{Role: s.Role, Address: s.Address, SSHHostKey: s.SSHHostKey, SSH: s.SSH}
-	h, err := p.pool.Host(ctx, loc.target())
+	n, err := p.inspectNode(ctx, name, s)
+	if err != nil {
+		return nil, err
+	}
+	for _, step := range []func(context.Context) error{n.upgradeThroughAgent, n.settleConfig, n.install, n.rejoinIfMissing, n.start} {
+		if err := step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	st, err := n.finish(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &manifest.Resource{APIVersion: r.APIVersion, Kind: r.Kind, Metadata: r.Metadata, Spec: r.Spec, Status: st}, nil
+}
+
+// nodeApply is one Apply of a Node: what its steps learn and share.
+type nodeApply struct {
+	p    *Provider
+	name string
+	s    *NodeSpec
+	loc  *location
+	h    *remote.Host
+	pr   *probe // what the host has, read again after an upgrade
+	a    *agentPKI
+	// withAgent: the node gets openctl's agent; agentUp: it answers now,
+	// so day-2 steps go through it.
+	withAgent, agentUp bool
+	// env and args are the service's environment file and flags.
+	env  []byte
+	args []string
+	// changed: something the service reads was written, so it starts
+	// (or restarts).
+	changed bool
+}
+
+// inspectNode connects to the node's host and reads what it has and
+// whether its agent answers.
+func (p *Provider) inspectNode(ctx context.Context, name string, s *NodeSpec) (*nodeApply, error) {
+	n := &nodeApply{p: p, name: name, s: s, loc: &location{Role: s.Role, Address: s.Address, SSHHostKey: s.SSHHostKey, SSH: s.SSH}}
+	h, err := p.pool.Host(ctx, n.loc.target())
 	if err != nil {
 		return nil, p.nodeErr(name, "connect", err)
 	}
+	n.h = h
 	registry.CallOf(ctx).ReportStep("inspecting " + h.Addr())
-	pr, err := probeHost(ctx, h, service(s.Role), s.Address)
-	if err != nil {
+	if n.pr, err = probeHost(ctx, h, service(s.Role), s.Address); err != nil {
 		return nil, p.nodeErr(name, "inspect", err)
 	}
-	a, withAgent, err := p.nodePKI(ctx, firstOf(s.Cluster, name), s)
-	if err != nil {
+	if n.a, n.withAgent, err = p.nodePKI(ctx, firstOf(s.Cluster, name), s); err != nil {
 		return nil, p.nodeErr(name, "read the agent PKI", err)
 	}
-	// Whether the node's agent answers now: day-2 steps go through it.
-	agentUp := false
-	if withAgent && pr.binary != "" {
-		_, why := p.agentStatus(ctx, s.Address, a)
-		agentUp = why == ""
+	if n.withAgent && n.pr.binary != "" {
+		_, why := p.agentStatus(ctx, s.Address, n.a)
+		n.agentUp = why == ""
 	}
-	if pr.version != "" && pr.version != s.K3s.Version {
-		if err := checkUpgrade(name, pr.version, s.K3s.Version); err != nil {
-			return nil, err
-		}
-		// A running node with an agent is upgraded through it; without
-		// one, the new binary is installed and k3s restarted below.
-		if agentUp && pr.active && s.K3s.method() == InstallUpload {
-			api, err := p.nodeAPI(ctx, h, name, loc, s)
-			if err != nil {
-				return nil, p.nodeErr(name, "reach the cluster's API", err)
-			}
-			if err := p.upgradeNode(ctx, api.Kubernetes(), h, name, loc, s, a, pr.version); err != nil {
-				return nil, err
-			}
-			if pr, err = probeHost(ctx, h, service(s.Role), s.Address); err != nil {
-				return nil, p.nodeErr(name, "inspect", err)
-			}
-		}
+	return n, nil
+}
+
+// upgradeThroughAgent upgrades a running node at another version through
+// its agent (drained, upgraded, uncordoned); without an agent, install
+// writes the new binary and start restarts k3s.
+func (n *nodeApply) upgradeThroughAgent(ctx context.Context) error {
+	s, pr := n.s, n.pr
+	if pr.version == "" || pr.version == s.K3s.Version {
+		return nil
 	}
+	if err := checkUpgrade(n.name, pr.version, s.K3s.Version); err != nil {
+		return err
+	}
+	if !n.agentUp || !pr.active || s.K3s.method() != InstallUpload {
+		return nil
+	}
+	api, err := n.p.nodeAPI(ctx, n.h, n.name, n.loc, s)
+	if err != nil {
+		return n.p.nodeErr(n.name, "reach the cluster's API", err)
+	}
+	if err := n.p.upgradeNode(ctx, api.Kubernetes(), n.h, n.name, n.loc, s, n.a, pr.version); err != nil {
+		return err
+	}
+	if n.pr, err = probeHost(ctx, n.h, service(s.Role), s.Address); err != nil {
+		return n.p.nodeErr(n.name, "inspect", err)
+	}
+	return nil
+}
+
+// settleConfig decides the service's environment and flags. The first
+// server's tokens are what it has, else what the spec says, else new
+// ones — never changed once set.
+func (n *nodeApply) settleConfig(ctx context.Context) error {
+	s := n.s
 	token, agentToken := s.Token, s.AgentToken
 	if s.Init {
-		// The first server's tokens: what it has, else what the spec
-		// says, else new ones — never changed once set.
-		have, haveAgent, err := existingTokens(ctx, h, envPath(pr.init, s.Role))
+		have, haveAgent, err := existingTokens(ctx, n.h, envPath(n.pr.init, s.Role))
 		if err != nil {
-			return nil, p.nodeErr(name, "read its environment file", err)
+			return n.p.nodeErr(n.name, "read its environment file", err)
 		}
 		token = firstOf(have, password(token), newPassword())
 		agentToken = firstOf(haveAgent, password(agentToken), newPassword())
 	}
-	env := envFile(s.Role, token, agentToken)
-	args := nodeArgs(name, s)
+	n.env = envFile(s.Role, token, agentToken)
+	n.args = nodeArgs(n.name, s)
+	return nil
+}
 
-	changed := false
-	registry.CallOf(ctx).ReportStep("installing k3s " + s.K3s.Version)
-	if s.K3s.method() == InstallUpload {
-		bin, err := p.bins.get(ctx, s.K3s.Version, pr.uname)
-		if err != nil {
-			return nil, p.nodeErr(name, "find the k3s binary", err)
-		}
-		if up, err := upload(ctx, h, bin, pr.binary); err != nil {
-			return nil, p.nodeErr(name, "upload the k3s binary", err)
-		} else if up {
-			changed = true
-		}
-		if pr.env != sha256Hex(env) {
-			if err := h.WriteFile(ctx, envPath(pr.init, s.Role), 0o600, bytes.NewReader(env)); err != nil {
-				return nil, p.nodeErr(name, "write the service's environment", err)
-			}
-			changed = true
-		}
-	}
-	if s.Role == RoleServer && s.VIP != nil {
-		// Before k3s starts: it applies server/manifests at start-up.
-		iface := firstOf(s.VIP.Interface, pr.iface)
-		if iface == "" {
-			return nil, p.nodeErr(name, "place the VIP", errcode.New(errcode.Invalid, fmt.Sprintf("no interface holds %s on %s: set spec.vip.interface", s.Address, h.Addr())))
-		}
-		if m := kubeVIPManifest(s.VIP.Address, iface); pr.vip != sha256Hex(m) {
-			if err := h.WriteFile(ctx, kubeVIPPath, 0o600, bytes.NewReader(m)); err != nil {
-				return nil, p.nodeErr(name, "write the kube-vip manifest", err)
-			}
-		}
-	}
-	if s.K3s.method() == InstallScript {
-		// The script writes the binary, the environment file (from the
-		// K3S_* variables) and the service; it starts nothing.
-		ran, err := installByScript(ctx, h, pr, s, args, env)
-		if err != nil {
-			return nil, p.nodeErr(name, "run the install script", err)
-		}
-		changed = changed || ran
-	} else if unit := unitFile(pr.init, s.Role, args); pr.unit != sha256Hex(unit) {
-		mode := 0o644
-		if pr.init == initOpenRC {
-			mode = 0o755
-		}
-		if err := h.WriteFile(ctx, unitPath(pr.init, s.Role), fs.FileMode(mode), bytes.NewReader(unit)); err != nil {
-			return nil, p.nodeErr(name, "write the service", err)
-		}
-		changed = true
-	}
-	if !changed && pr.binary != "" && !s.Init && s.Kubeconfig != "" {
-		// Installed, but gone from the cluster's API (its Node deleted):
-		// an agent registers again when restarted; a joining server,
-		// whose etcd member went with its Node, joins afresh once its
-		// datastore is gone.
-		missing, err := p.missingFromAPI(ctx, h, name, loc, s)
-		if err != nil {
-			return nil, p.nodeErr(name, "look for it in the cluster's API", err)
-		}
-		if missing {
-			registry.CallOf(ctx).ReportStep("re-joining " + name + ", missing from the cluster's API")
-			if s.Role == RoleServer {
-				if _, err := h.Run(ctx, remote.Command{Step: "clear the datastore", Script: stopScript(pr.init, s.Role) + "\nrm -rf " + dataDir + "/server/db"}); err != nil {
-					return nil, p.nodeErr(name, "clear the datastore", err)
-				}
-				pr.active = false
-			}
-			changed = true
-		}
-	}
+// start starts k3s when something changed or it is not running: a node
+// only stopped through its agent, anything else over SSH (restarting a
+// running one whose configuration changed).
+func (n *nodeApply) start(ctx context.Context) error {
+	pr := n.pr
 	switch {
-	case !changed && !pr.active && agentUp:
-		// Only stopped: the agent starts it.
+	case !n.changed && !pr.active && n.agentUp:
 		registry.CallOf(ctx).ReportStep("starting k3s through its agent")
-		c, err := p.agentClient(s.Address, a)
+		c, err := n.p.agentClient(n.s.Address, n.a)
 		if err == nil {
 			err = c.Start(ctx)
 		}
 		if err != nil {
-			return nil, p.nodeErr(name, "start k3s through the agent", err)
+			return n.p.nodeErr(n.name, "start k3s through the agent", err)
 		}
-	case changed || !pr.active:
+	case n.changed || !pr.active:
 		registry.CallOf(ctx).ReportStep("starting k3s")
-		if _, err := h.Run(ctx, remote.Command{Step: "start k3s", Script: startScript(pr.init, s.Role, changed && pr.active)}); err != nil {
-			return nil, p.nodeErr(name, "start k3s", err)
+		if _, err := n.h.Run(ctx, remote.Command{Step: "start k3s", Script: startScript(pr.init, n.s.Role, n.changed && pr.active)}); err != nil {
+			return n.p.nodeErr(n.name, "start k3s", err)
 		}
 	}
+	return nil
+}
+
+// finish waits for the node to be ready (and the first server's VIP to
+// answer), installs the agent, and returns the node's status.
+func (n *nodeApply) finish(ctx context.Context) (map[string]any, error) {
+	p, s := n.p, n.s
 	registry.CallOf(ctx).ReportStep("waiting for the node to be ready")
-	st, err := p.waitReady(ctx, h, name, loc, s)
+	st, err := p.waitReady(ctx, n.h, n.name, n.loc, s)
 	if err != nil {
 		return nil, err
 	}
 	if s.Init && s.VIP != nil {
 		registry.CallOf(ctx).ReportStep("waiting for the VIP " + s.VIP.Address + " to answer")
-		if err := p.waitVIP(ctx, name, st, s.VIP.Address); err != nil {
+		if err := p.waitVIP(ctx, n.name, st, s.VIP.Address); err != nil {
 			return nil, err
 		}
 	}
-	if withAgent {
+	if n.withAgent {
 		registry.CallOf(ctx).ReportStep("installing the agent")
-		info, err := p.installAgent(ctx, h, pr.init, pr.uname, name, s.Address, a)
+		info, err := p.installAgent(ctx, n.h, n.pr.init, n.pr.uname, n.name, s.Address, n.a)
 		if err != nil {
-			return nil, p.nodeErr(name, "install the agent", err)
+			return nil, p.nodeErr(n.name, "install the agent", err)
 		}
 		st["agent"] = map[string]any{"version": info.AgentVersion, "address": net.JoinHostPort(s.Address, strconv.Itoa(p.agentPort()))}
-		enc, err := a.encode()
+		enc, err := n.a.encode()
 		if err != nil {
-			return nil, p.nodeErr(name, "keep the agent PKI", err)
+			return nil, p.nodeErr(n.name, "keep the agent PKI", err)
 		}
 		st["agentPKI"] = enc
 		if s.Cluster != "" {
-			p.pkis.Store(s.Cluster, a)
+			p.pkis.Store(s.Cluster, n.a)
 		}
 	}
-	p.locs.Store(name, loc)
+	p.locs.Store(n.name, n.loc)
 	if s.Cluster != "" {
 		st["cluster"] = s.Cluster // the one it joined, even when its spec named none
 	}
-	out := &manifest.Resource{APIVersion: r.APIVersion, Kind: r.Kind, Metadata: r.Metadata, Spec: r.Spec, Status: st}
-	return out, nil
+	return st, nil
 }
 
 // waitVIP waits until the cluster's API answers on the VIP with a
@@ -278,20 +267,6 @@ func (p *Provider) waitVIP(ctx context.Context, name string, st map[string]any, 
 			return errcode.New(errcode.Internal, fmt.Sprintf("k3s: node %s: the VIP %s does not serve the API after %s (is kube-vip running? spec.vip.interface?): %v", name, vip, p.cfg.ReadyTimeout, err))
 		}
 	}
-}
-
-// missingFromAPI reports whether the cluster's API answers without node
-// name in it.
-func (p *Provider) missingFromAPI(ctx context.Context, h *remote.Host, name string, loc *location, s *NodeSpec) (bool, error) {
-	api, err := p.nodeAPI(ctx, h, name, loc, s)
-	if err != nil {
-		return false, err
-	}
-	_, err = api.Kubernetes().CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return true, nil
-	}
-	return false, err
 }
 
 // firstOf returns the first non-empty string.
@@ -639,77 +614,6 @@ func (p *Provider) nodeErr(name, step string, err error) error {
 // apiURL is the URL of the API (and supervisor) a server or VIP at host
 // serves.
 func apiURL(host string) string { return "https://" + net.JoinHostPort(host, "6443") }
-
-// joinInfo fills in, for a node that names no server, the cluster it
-// joins: spec.cluster, or the only Cluster openctl has a record of — the
-// server URL, its tokens and the cluster's k3s settings. Several clusters
-// and none named is a CONFLICT error listing them; a named cluster that
-// is not recorded is NOT_FOUND.
-func (p *Provider) joinInfo(ctx context.Context, name string, s *NodeSpec) error {
-	if s.Init || s.Server != "" {
-		return nil
-	}
-	rs := registry.CallOf(ctx).Records
-	if rs == nil {
-		return errcode.New(errcode.Invalid, fmt.Sprintf("k3s: node %s: spec.server is required when the provider runs without an engine to find its cluster", name))
-	}
-	clusters, err := rs.Records(ctx, APIVersion, KindCluster)
-	if err != nil {
-		return err
-	}
-	var names []string
-	var pick *manifest.Resource
-	for _, c := range clusters {
-		names = append(names, c.Metadata.Name)
-		if c.Metadata.Name == s.Cluster {
-			pick = c
-		}
-	}
-	switch {
-	case s.Cluster != "" && pick == nil:
-		return errcode.New(errcode.NotFound, fmt.Sprintf("k3s: node %s: cluster %q does not exist (clusters: %s)", name, s.Cluster, orNone(names)))
-	case s.Cluster != "":
-	case len(clusters) == 0:
-		return errcode.New(errcode.NotFound, fmt.Sprintf("k3s: node %s: there is no cluster to join: apply a Cluster first, or give spec.server and a token", name))
-	case len(clusters) > 1:
-		return errcode.New(errcode.Conflict, fmt.Sprintf("k3s: node %s names no cluster and there are %d (%s): set spec.cluster to one of them; nothing was done on the host", name, len(clusters), strings.Join(names, ", ")))
-	default:
-		pick = clusters[0]
-	}
-	cs, err := p.clusterSpec(pick)
-	if err != nil {
-		return err
-	}
-	call := registry.CallOf(ctx)
-	call.Prior = pick
-	live, err := p.getCluster(registry.WithCall(ctx, call), pick.ID())
-	if err != nil {
-		return errcode.Wrap(errcode.Of(err), fmt.Sprintf("k3s: node %s: reading cluster %s", name, pick.Metadata.Name), err)
-	}
-	str := func(k string) string { v, _ := live.Status[k].(string); return v }
-	s.Cluster = pick.Metadata.Name
-	s.Server = str("endpoint")
-	s.AgentToken = str("agentToken")
-	s.Kubeconfig = str("kubeconfig")
-	if s.Role == RoleServer {
-		s.Token = str("token")
-	}
-	if s.K3s.Version == "" {
-		s.K3s.Version = cs.K3s.Version
-	}
-	s.K3s.ClusterCIDR, s.K3s.ServiceCIDR, s.K3s.Flannel, s.K3s.Disable = cs.K3s.ClusterCIDR, cs.K3s.ServiceCIDR, cs.K3s.Flannel, cs.K3s.Disable
-	if s.Server == "" || s.AgentToken == "" {
-		return errcode.New(errcode.Internal, fmt.Sprintf("k3s: node %s: cluster %s has no endpoint or token yet", name, pick.Metadata.Name))
-	}
-	return s.validate()
-}
-
-func orNone(names []string) string {
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, ", ")
-}
 
 // Diff reports what a plan and a drift check see: a node whose host runs
 // another k3s version than the spec, or whose service is not running, is

@@ -1,0 +1,127 @@
+package k3s
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/registry"
+	"github.com/openctl/openctl/remote"
+)
+
+// joinInfo fills in, for a node that names no server, the cluster it
+// joins: spec.cluster, or the only Cluster openctl has a record of — the
+// server URL, its tokens and the cluster's k3s settings. Several clusters
+// and none named is a CONFLICT error listing them; a named cluster that
+// is not recorded is NOT_FOUND.
+func (p *Provider) joinInfo(ctx context.Context, name string, s *NodeSpec) error {
+	if s.Init || s.Server != "" {
+		return nil
+	}
+	rs := registry.CallOf(ctx).Records
+	if rs == nil {
+		return errcode.New(errcode.Invalid, fmt.Sprintf("k3s: node %s: spec.server is required when the provider runs without an engine to find its cluster", name))
+	}
+	clusters, err := rs.Records(ctx, APIVersion, KindCluster)
+	if err != nil {
+		return err
+	}
+	var names []string
+	var pick *manifest.Resource
+	for _, c := range clusters {
+		names = append(names, c.Metadata.Name)
+		if c.Metadata.Name == s.Cluster {
+			pick = c
+		}
+	}
+	switch {
+	case s.Cluster != "" && pick == nil:
+		return errcode.New(errcode.NotFound, fmt.Sprintf("k3s: node %s: cluster %q does not exist (clusters: %s)", name, s.Cluster, orNone(names)))
+	case s.Cluster != "":
+	case len(clusters) == 0:
+		return errcode.New(errcode.NotFound, fmt.Sprintf("k3s: node %s: there is no cluster to join: apply a Cluster first, or give spec.server and a token", name))
+	case len(clusters) > 1:
+		return errcode.New(errcode.Conflict, fmt.Sprintf("k3s: node %s names no cluster and there are %d (%s): set spec.cluster to one of them; nothing was done on the host", name, len(clusters), strings.Join(names, ", ")))
+	default:
+		pick = clusters[0]
+	}
+	cs, err := p.clusterSpec(pick)
+	if err != nil {
+		return err
+	}
+	call := registry.CallOf(ctx)
+	call.Prior = pick
+	live, err := p.getCluster(registry.WithCall(ctx, call), pick.ID())
+	if err != nil {
+		return errcode.Wrap(errcode.Of(err), fmt.Sprintf("k3s: node %s: reading cluster %s", name, pick.Metadata.Name), err)
+	}
+	str := func(k string) string { v, _ := live.Status[k].(string); return v }
+	s.Cluster = pick.Metadata.Name
+	s.Server = str("endpoint")
+	s.AgentToken = str("agentToken")
+	s.Kubeconfig = str("kubeconfig")
+	if s.Role == RoleServer {
+		s.Token = str("token")
+	}
+	if s.K3s.Version == "" {
+		s.K3s.Version = cs.K3s.Version
+	}
+	s.K3s.ClusterCIDR, s.K3s.ServiceCIDR, s.K3s.Flannel, s.K3s.Disable = cs.K3s.ClusterCIDR, cs.K3s.ServiceCIDR, cs.K3s.Flannel, cs.K3s.Disable
+	if s.Server == "" || s.AgentToken == "" {
+		return errcode.New(errcode.Internal, fmt.Sprintf("k3s: node %s: cluster %s has no endpoint or token yet", name, pick.Metadata.Name))
+	}
+	return s.validate()
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// rejoinIfMissing makes an installed node that is gone from the
+// cluster's API (its Node deleted) join again: an agent registers again
+// when restarted; a joining server, whose etcd member went with its
+// Node, joins afresh once its datastore is gone.
+func (n *nodeApply) rejoinIfMissing(ctx context.Context) error {
+	s, pr := n.s, n.pr
+	if n.changed || pr.binary == "" || s.Init || s.Kubeconfig == "" {
+		return nil
+	}
+	missing, err := n.p.missingFromAPI(ctx, n.h, n.name, n.loc, s)
+	if err != nil {
+		return n.p.nodeErr(n.name, "look for it in the cluster's API", err)
+	}
+	if !missing {
+		return nil
+	}
+	registry.CallOf(ctx).ReportStep("re-joining " + n.name + ", missing from the cluster's API")
+	if s.Role == RoleServer {
+		if _, err := n.h.Run(ctx, remote.Command{Step: "clear the datastore", Script: stopScript(pr.init, s.Role) + "\nrm -rf " + dataDir + "/server/db"}); err != nil {
+			return n.p.nodeErr(n.name, "clear the datastore", err)
+		}
+		pr.active = false
+	}
+	n.changed = true
+	return nil
+}
+
+// missingFromAPI reports whether the cluster's API answers without node
+// name in it.
+func (p *Provider) missingFromAPI(ctx context.Context, h *remote.Host, name string, loc *location, s *NodeSpec) (bool, error) {
+	api, err := p.nodeAPI(ctx, h, name, loc, s)
+	if err != nil {
+		return false, err
+	}
+	_, err = api.Kubernetes().CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return false, err
+}
