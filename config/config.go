@@ -8,6 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/secret"
 )
 
@@ -109,7 +110,7 @@ func (c *Config) StateDSN() (string, error) {
 		return c.State.DSN.Reveal(), nil
 	}
 	if c.meta.home == "" {
-		return "", &Error{Msg: "no home directory for the state: set state.dsn, " + EnvStateDSN + " or " + EnvHome}
+		return "", inputError(errcode.InputError{Msg: "no home directory for the state: set state.dsn, " + EnvStateDSN + " or " + EnvHome})
 	}
 	return "file:" + c.meta.home + "/state", nil
 }
@@ -152,7 +153,7 @@ func (c *Config) Section(provider string) *Section {
 func (c *Config) UseContext(provider, name string) error {
 	sec := c.meta.sections[provider]
 	if sec == nil || sec.Kind != yaml.MappingNode {
-		return &Error{File: c.Path, Msg: "no provider " + quote(provider) + " is configured in the file (providers: " + list(c.ProviderNames()) + ")"}
+		return inputError(errcode.InputError{File: c.Path, Msg: "no provider " + quote(provider) + " is configured in the file (providers: " + list(c.ProviderNames()) + ")"})
 	}
 	for i := 0; i+1 < len(sec.Content); i += 2 {
 		if sec.Content[i].Value == KeyDefaultContext {

@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/secret"
 )
 
@@ -19,7 +20,7 @@ import (
 // is not safe for concurrent use.
 type decoder struct {
 	file string
-	errs []*Error
+	errs []*errcode.InputError
 	pos  map[string]position // field path → where its key is
 	// expand expands the file paths of fields tagged `openctl:"path"`;
 	// nil leaves them as written.
@@ -35,7 +36,7 @@ var (
 )
 
 func (d *decoder) fail(n *yaml.Node, field, format string, args ...any) {
-	d.errs = append(d.errs, &Error{File: d.file, Line: n.Line, Column: n.Column, Field: field, Msg: fmt.Sprintf(format, args...)})
+	d.errs = append(d.errs, inputError(errcode.InputError{File: d.file, Line: n.Line, Column: n.Column, Field: field, Msg: fmt.Sprintf(format, args...)}))
 }
 
 // decode decodes n into v, whose field path is path. The recursion is

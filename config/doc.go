@@ -39,7 +39,8 @@
 //
 // The file is decoded strictly: an unknown field (with a suggestion when
 // it is a known one spelt otherwise), a key set twice or a value of the
-// wrong type is an *[Error] naming the file, line, column and field path,
+// wrong type is an [*errcode.InputError] (Input "config") naming the
+// file, line, column and field path,
 // and every problem in the file is reported at once. Errors match
 // errcode.Invalid. A missing file is an empty configuration. The state
 // section's layout before DSNs (backend: file|postgres, dir:) still

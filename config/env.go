@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/secret"
 )
 
@@ -38,7 +39,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 			if len(shown) > 20 {
 				shown = shown[:20] + "..."
 			}
-			return &Error{Msg: fmt.Sprintf("%s: want a positive integer, got %q", EnvApplyConcurrency, shown)}
+			return inputError(errcode.InputError{Msg: fmt.Sprintf("%s: want a positive integer, got %q", EnvApplyConcurrency, shown)})
 		}
 		ov.concurrency = true
 		c.Apply.Concurrency = n
@@ -50,7 +51,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 			if len(shown) > 20 {
 				shown = shown[:20] + "..."
 			}
-			return &Error{Msg: fmt.Sprintf("%s: want a positive duration like 30s or 10m, got %q", EnvPluginTimeout, shown)}
+			return inputError(errcode.InputError{Msg: fmt.Sprintf("%s: want a positive duration like 30s or 10m, got %q", EnvPluginTimeout, shown)})
 		}
 		ov.timeout = true
 		c.Plugins.Timeout = d

@@ -35,18 +35,18 @@ type fuzzCredentials struct {
 	TokenSecret secret.Secret `yaml:"tokenSecret"`
 }
 
-// requireConfigErrors fails unless err is made of *Error values only,
+// requireConfigErrors fails unless err is made of *errcode.InputError values only,
 // each an errcode.Invalid error.
 func requireConfigErrors(t *testing.T, what string, err error) {
 	t.Helper()
 	parts := []error{err}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		if _, isErr := err.(*Error); !isErr {
+		if _, isErr := err.(*errcode.InputError); !isErr {
 			parts = j.Unwrap()
 		}
 	}
 	for _, e := range parts {
-		var ce *Error
+		var ce *errcode.InputError
 		if !errors.As(e, &ce) || ce != e {
 			t.Fatalf("%s: %T is not a *config.Error: %v", what, e, e)
 		}
@@ -59,7 +59,7 @@ func requireConfigErrors(t *testing.T, what string, err error) {
 	}
 }
 
-// FuzzDecode checks that any file either decodes or fails with *Error
+// FuzzDecode checks that any file either decodes or fails with *errcode.InputError
 // values matching errcode.Invalid, never panics; that its provider
 // sections decode the same way; and that what Save writes loads again to
 // the same configuration.

@@ -16,6 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/secret"
 )
 
@@ -45,7 +46,7 @@ func defaultPath(getenv func(string) string) (string, error) {
 	}
 	home, err := homeDir(getenv)
 	if err != nil {
-		return "", &Error{Msg: "no home directory to find the configuration in (set " + EnvConfig + " or " + EnvHome + ")", Err: err}
+		return "", inputError(errcode.InputError{Msg: "no home directory to find the configuration in (set " + EnvConfig + " or " + EnvHome + ")", Err: err})
 	}
 	return filepath.Join(home, ".openctl", "config.yaml"), nil
 }
@@ -124,22 +125,22 @@ func loadFile(path string, getenv func(string) string) (*Config, []Warning, erro
 		return c, nil, nil
 	}
 	if err != nil {
-		return nil, nil, &Error{File: path, Msg: "cannot read the configuration", Err: unwrapPathError(err)}
+		return nil, nil, inputError(errcode.InputError{File: path, Msg: "cannot read the configuration", Err: unwrapPathError(err)})
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, nil, &Error{File: path, Msg: "cannot read the configuration", Err: unwrapPathError(err)}
+		return nil, nil, inputError(errcode.InputError{File: path, Msg: "cannot read the configuration", Err: unwrapPathError(err)})
 	}
 	if st.IsDir() {
-		return nil, nil, &Error{File: path, Msg: "is a directory, not a configuration file"}
+		return nil, nil, inputError(errcode.InputError{File: path, Msg: "is a directory, not a configuration file"})
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {
-		return nil, nil, &Error{File: path, Msg: "cannot read the configuration", Err: unwrapPathError(err)}
+		return nil, nil, inputError(errcode.InputError{File: path, Msg: "cannot read the configuration", Err: unwrapPathError(err)})
 	}
 	if len(data) > maxFileSize {
-		return nil, nil, &Error{File: path, Msg: fmt.Sprintf("larger than %d MiB: not a configuration file", maxFileSize>>20)}
+		return nil, nil, inputError(errcode.InputError{File: path, Msg: fmt.Sprintf("larger than %d MiB: not a configuration file", maxFileSize>>20)})
 	}
 	c.meta.getenv = getenv
 	warnings, err := c.decode(path, data)
@@ -181,7 +182,7 @@ func (c *Config) decode(file string, data []byte) ([]Warning, error) {
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case err == nil:
-		return nil, &Error{File: file, Line: extra.Line, Msg: "holds more than one YAML document; a configuration is one"}
+		return nil, inputError(errcode.InputError{File: file, Line: extra.Line, Msg: "holds more than one YAML document; a configuration is one"})
 	case !errors.Is(err, io.EOF):
 		return nil, syntaxError(file, err)
 	}
@@ -217,7 +218,7 @@ func (c *Config) decode(file string, data []byte) ([]Warning, error) {
 	c.State.DSN = fc.State.DSN
 	var warnings []Warning
 	if fc.State.Backend != "" || fc.State.Dir != "" {
-		var errs []*Error
+		var errs []*errcode.InputError
 		switch fc.State.Backend {
 		case "file":
 			// As before DSNs: the file backend, whatever dsn says.
@@ -272,11 +273,11 @@ func (c *Config) expander(file string) func(string) string {
 	}
 }
 
-// errAt returns an *Error about field, placed where the file has it or,
+// errAt returns an *errcode.InputError about field, placed where the file has it or,
 // when the file does not have it, where it has the nearest enclosing
 // field.
-func (c *Config) errAt(file, field, msg string) *Error {
-	e := &Error{File: file, Field: field, Msg: msg}
+func (c *Config) errAt(file, field, msg string) *errcode.InputError {
+	e := inputError(errcode.InputError{File: file, Field: field, Msg: msg})
 	for p := field; p != ""; p = parentPath(p) {
 		if pos, ok := c.meta.pos[p]; ok {
 			e.Line, e.Column = pos.line, pos.column
@@ -414,7 +415,7 @@ func dsnHasPassword(dsn string) bool {
 }
 
 // unwrapPathError drops the *fs.PathError around err, whose path the
-// *Error names already.
+// *errcode.InputError names already.
 func unwrapPathError(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {

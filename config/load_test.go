@@ -196,9 +196,9 @@ func TestLoadErrorFormat(t *testing.T) {
 	_, _, err := config.LoadEnv(path, envOf(dir))
 	require.Error(t, err)
 	assert.Equal(t, path+`:2:3: apply.Concurrency: unknown field (did you mean "concurrency"?) (known: concurrency)`, err.Error())
-	var e *config.Error
+	var e *errcode.InputError
 	require.True(t, errors.As(err, &e))
-	assert.Equal(t, config.Error{File: path, Line: 2, Column: 3, Field: "apply.Concurrency", Msg: `unknown field (did you mean "concurrency"?) (known: concurrency)`}, *e)
+	assert.Equal(t, errcode.InputError{Input: "config", File: path, Line: 2, Column: 3, Field: "apply.Concurrency", Msg: `unknown field (did you mean "concurrency"?) (known: concurrency)`}, *e)
 }
 
 func TestLoadReportsEveryProblem(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/openctl/openctl/errcode"
 )
 
 // Save writes the configuration file back to Path, or when Path is ""
@@ -37,15 +39,15 @@ func (c *Config) Save() error {
 		enc := yaml.NewEncoder(&buf)
 		enc.SetIndent(2)
 		if err := enc.Encode(c.meta.doc); err != nil {
-			return &Error{File: path, Msg: "cannot encode the configuration", Err: err}
+			return inputError(errcode.InputError{File: path, Msg: "cannot encode the configuration", Err: err})
 		}
 		if err := enc.Close(); err != nil {
-			return &Error{File: path, Msg: "cannot encode the configuration", Err: err}
+			return inputError(errcode.InputError{File: path, Msg: "cannot encode the configuration", Err: err})
 		}
 	}
 	data := buf.Bytes()
 	if err := writeFileAtomic(path, data); err != nil {
-		return &Error{File: path, Msg: "cannot save the configuration", Err: err}
+		return inputError(errcode.InputError{File: path, Msg: "cannot save the configuration", Err: err})
 	}
 	c.Path = path
 	return nil

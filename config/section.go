@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/openctl/openctl/errcode"
 )
 
 // Section is one provider's section of the configuration file,
@@ -85,7 +87,7 @@ func (s *Section) IsEmpty() bool { return s.node == nil || isNull(s.node) || len
 // is, as an exec plugin's does), strictly:
 // fields are matched by their yaml tag; an unknown field (with a
 // suggestion when it is a known one spelt otherwise), a key set twice or
-// a value of the wrong type is an *Error naming the file, line, column
+// a value of the wrong type is an *errcode.InputError naming the file, line, column
 // and field path (providers.<name>.…), and every problem is reported at
 // once (errors.Join; see Errors). Supported field types are string,
 // bool, int, secret.Secret (refusing the "[redacted]" placeholder),
@@ -97,7 +99,7 @@ func (s *Section) IsEmpty() bool { return s.node == nil || isNull(s.node) || len
 func (s *Section) Decode(v any) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct && rv.Elem().Type() != nodeMapType {
-		return &Error{File: s.File(), Field: s.Path(), Msg: fmt.Sprintf("cannot decode into %T: want a pointer to a struct or to a map[string]*yaml.Node (an openctl bug)", v)}
+		return inputError(errcode.InputError{File: s.File(), Field: s.Path(), Msg: fmt.Sprintf("cannot decode into %T: want a pointer to a struct or to a map[string]*yaml.Node (an openctl bug)", v)})
 	}
 	if s.IsEmpty() {
 		return nil
@@ -126,7 +128,7 @@ func (s *Section) expand(p string) string {
 	return v
 }
 
-// Errorf returns an *Error about field — a path below the section such as
+// Errorf returns an *errcode.InputError about field — a path below the section such as
 // "contexts.lab.credentials", or "" for the section itself — placed where
 // the file has it or, when it does not, at the nearest enclosing field
 // Decode saw. Drivers use it for what Decode cannot check: a context
@@ -140,7 +142,7 @@ func (s *Section) Errorf(field, format string, args ...any) error {
 	case field != "":
 		path += "." + field
 	}
-	e := &Error{File: s.File(), Field: path, Msg: fmt.Sprintf(format, args...)}
+	e := inputError(errcode.InputError{File: s.File(), Field: path, Msg: fmt.Sprintf(format, args...)})
 	for p := path; p != ""; p = parentPath(p) {
 		if pos, ok := s.pos[p]; ok {
 			e.Line, e.Column = pos.line, pos.column

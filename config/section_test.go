@@ -65,7 +65,7 @@ func TestSectionDecodeErrors(t *testing.T) {
 			assert.Equal(t, errcode.Invalid, errcode.Of(err))
 			errs := config.Errors(err)
 			require.Len(t, errs, 1, "%v", err)
-			assert.Equal(t, config.Error{File: sectionFile, Line: tt.line, Column: tt.column, Field: tt.field, Msg: tt.msg}, *errs[0])
+			assert.Equal(t, errcode.InputError{Input: "config", File: sectionFile, Line: tt.line, Column: tt.column, Field: tt.field, Msg: tt.msg}, *errs[0])
 			assert.Equal(t, fmt.Sprintf("%s:%d:%d: %s: %s", sectionFile, tt.line, tt.column, tt.field, tt.msg), err.Error())
 		})
 	}
@@ -113,7 +113,7 @@ func TestSectionDecodeNotAStruct(t *testing.T) {
 func TestNewSectionSyntaxError(t *testing.T) {
 	_, err := config.NewSection("files", sectionFile, []byte("contexts:\n  lab: {\n"))
 	require.Error(t, err)
-	var e *config.Error
+	var e *errcode.InputError
 	require.True(t, errors.As(err, &e))
 	assert.Equal(t, sectionFile, e.File)
 	assert.Contains(t, e.Msg, "not valid YAML")
@@ -249,7 +249,7 @@ contexts:
 			err := sec.Errorf(tt.field, "%q is not defined", "nope")
 			assert.Equal(t, tt.want, err.Error())
 			assert.True(t, errors.Is(err, errcode.Invalid))
-			var e *config.Error
+			var e *errcode.InputError
 			assert.True(t, errors.As(err, &e))
 		})
 	}

@@ -137,7 +137,7 @@ func Is(err error, c Code) bool { return errors.Is(err, c) }
 // All returns the errors of type T in err's tree, in order: err itself if
 // it is a T, else the Ts found by unwrapping it (through errors.Join and
 // %w), without looking inside a T. It returns nil if there is none.
-// manifest.Errors and config.Errors are All for their *Error types.
+// manifest.Errors and config.Errors are All for *InputError.
 func All[T error](err error) []T {
 	switch x := err.(type) {
 	case T:

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 )
 
@@ -339,7 +340,7 @@ func DecodeClusterSpec(r *manifest.Resource) (*ClusterSpec, error) {
 
 // located adds r's file and line to a spec error.
 func located(r *manifest.Resource, err error) error {
-	if me, ok := err.(*manifest.Error); ok {
+	if me, ok := err.(*errcode.InputError); ok {
 		me.File, me.Line = r.Source.File, r.Source.Line
 		me.Msg = r.Kind + " " + r.Metadata.Name + ": " + me.Msg
 		return me
@@ -348,7 +349,7 @@ func located(r *manifest.Resource, err error) error {
 }
 
 func invalid(field, format string, args ...any) error {
-	return &manifest.Error{Field: field, Msg: fmt.Sprintf(format, args...)}
+	return &errcode.InputError{Input: "manifest", Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 func (s *ClusterSpec) validate() error {

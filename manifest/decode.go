@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/openctl/openctl/errcode"
 )
 
 // Decode reads all of r and decodes the manifests in it; see [DecodeBytes].
@@ -20,7 +22,7 @@ import (
 func Decode(r io.Reader, file string) ([]*Resource, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxInputSize+1))
 	if err != nil {
-		return nil, &Error{File: file, Msg: "cannot read: " + err.Error(), Err: err}
+		return nil, inputError(errcode.InputError{File: file, Msg: "cannot read", Err: err})
 	}
 	return DecodeBytes(data, file)
 }
@@ -34,9 +36,9 @@ func Decode(r io.Reader, file string) ([]*Resource, error) {
 // and in each resource's Source.
 //
 // Decoding is strict; see the package documentation for the rules. Every
-// problem found is reported, as an errors.Join of [*Error] values sorted by
-// line; in that case no resources are returned. DecodeBytes does not check
-// for duplicate resources: [Load] and [CheckDuplicates] do.
+// problem found is reported, as an errors.Join of [*errcode.InputError]
+// values sorted by line; in that case no resources are returned. DecodeBytes
+// does not check for duplicate resources: [Load] and [CheckDuplicates] do.
 func DecodeBytes(data []byte, file string) ([]*Resource, error) {
 	var errs errorList
 	rs := decodeInto(data, file, &errs)
@@ -50,7 +52,7 @@ func DecodeBytes(data []byte, file string) ([]*Resource, error) {
 // resources of the documents that had none.
 func decodeInto(data []byte, file string, errs *errorList) []*Resource {
 	if len(data) > maxInputSize {
-		errs.add(&Error{File: file, Msg: fmt.Sprintf("input is larger than %d MiB", maxInputSize>>20)})
+		errs.add(inputError(errcode.InputError{File: file, Msg: fmt.Sprintf("input is larger than %d MiB", maxInputSize>>20)}))
 		return nil
 	}
 	c := &converter{file: file, errs: errs, budget: maxNodes}
@@ -62,7 +64,7 @@ func decodeInto(data []byte, file string, errs *errorList) []*Resource {
 		return c.decodeJSON(data)
 	}
 	if line, size := largestDocument(data); size > maxDocumentSize {
-		c.errs.add(&Error{File: file, Line: line, Msg: fmt.Sprintf("document is larger than %d MiB (%d bytes); split it into several resources", maxDocumentSize>>20, size)})
+		c.errs.add(inputError(errcode.InputError{File: file, Line: line, Msg: fmt.Sprintf("document is larger than %d MiB (%d bytes); split it into several resources", maxDocumentSize>>20, size)}))
 		return nil
 	}
 	return c.decodeYAML(data)
@@ -106,7 +108,7 @@ func (c *converter) tooMany(index, line, col int) bool {
 	if index < maxResources {
 		return false
 	}
-	c.errs.add(&Error{File: c.file, Line: line, Column: col, Msg: fmt.Sprintf("more than %d documents in one input; split it into several files", maxResources)})
+	c.errs.add(inputError(errcode.InputError{File: c.file, Line: line, Column: col, Msg: fmt.Sprintf("more than %d documents in one input; split it into several files", maxResources)}))
 	return true
 }
 
@@ -222,7 +224,7 @@ func (c *converter) syntaxError(err error, data []byte, format string) {
 			line = 1
 		}
 	}
-	e := &Error{File: c.file, Msg: fmt.Sprintf("invalid %s: %s", format, msg)}
+	e := inputError(errcode.InputError{File: c.file, Msg: fmt.Sprintf("invalid %s: %s", format, msg)})
 	if line > 0 {
 		e.Line = line + c.lineOff
 		if col > 0 {

@@ -253,7 +253,7 @@ metadata:
 	assert.Equal(t, map[string]string{"tier": "web"}, rs[0].Metadata.Labels)
 }
 
-// wantErr is one expected *Error.
+// wantErr is one expected *errcode.InputError.
 type wantErr struct {
 	line, col int // col 0: not checked
 	field     string
@@ -492,35 +492,12 @@ type iotestErrReader struct{}
 
 func (iotestErrReader) Read([]byte) (int, error) { return 0, errTestRead }
 
-func TestErrorFormat(t *testing.T) {
-	tests := []struct {
-		err  *manifest.Error
-		want string
-	}{
-		{&manifest.Error{File: "cluster.yaml", Line: 12, Column: 3, Field: "metadata.name", Msg: "bad"}, "cluster.yaml:12:3: metadata.name: bad"},
-		{&manifest.Error{File: "cluster.yaml", Line: 12, Msg: "bad"}, "cluster.yaml:12: bad"},
-		{&manifest.Error{File: "cluster.yaml", Msg: "bad"}, "cluster.yaml: bad"},
-		{&manifest.Error{File: "<stdin>", Line: 1, Column: 1, Field: "kind", Msg: "bad"}, "<stdin>:1:1: kind: bad"},
-		{&manifest.Error{Field: "spec.a", Msg: "bad"}, "manifest: spec.a: bad"},
-		{&manifest.Error{Line: 4, Column: 2, Msg: "bad"}, "manifest: line 4, column 2: bad"},
-		{&manifest.Error{Msg: "bad"}, "manifest: bad"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.want, func(t *testing.T) {
-			assert.Equal(t, tt.want, tt.err.Error())
-			assert.ErrorIs(t, tt.err, errcode.Invalid)
-			assert.NotErrorIs(t, tt.err, errcode.NotFound)
-			assert.Equal(t, errcode.Invalid, errcode.Of(tt.err))
-		})
-	}
-}
-
 func TestErrorsJoinedSorted(t *testing.T) {
 	in := vmHead + "zzz: 1\naaa: 2\n"
 	_, err := manifest.DecodeBytes([]byte(in), "f.yaml")
 	assert.Equal(t, "f.yaml:5:1: zzz: unknown field \"zzz\" (want apiVersion, kind, metadata, spec or status)\n"+
 		"f.yaml:6:1: aaa: unknown field \"aaa\" (want apiVersion, kind, metadata, spec or status)", err.Error())
-	var e *manifest.Error
+	var e *errcode.InputError
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, "zzz", e.Field)
 	assert.Nil(t, manifest.Errors(nil))

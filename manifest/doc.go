@@ -100,17 +100,17 @@
 //   - JSON is held to the same rules (it is parsed as YAML, which keeps
 //     positions), and a number too large for float64 is an error.
 //
-// Each problem is an [*Error] carrying the file ("<stdin>" for standard
-// input), the line and column, the field path ("" for the whole document)
-// and a message, and reads like
+// Each problem is an [*errcode.InputError] (Input "manifest") carrying
+// the file ("<stdin>" for standard input), the line and column, the field
+// path ("" for the whole document) and a message, and reads like
 //
 //	cluster.yaml:12:3: metadata.name: name "Web_01" is not a DNS-1123 subdomain (...)
 //
-// All the problems of an input are reported, as an errors.Join of *Error
-// values sorted by file and line (at most 50, then "... and N more
-// errors"); [Errors] lists them. Every one is an [errcode.Invalid] error. A
-// decoded resource's [Source] records its file, the line where it starts
-// and its index among the file's documents.
+// All the problems of an input are reported, as an errors.Join of
+// *errcode.InputError values sorted by file and line (at most 50, then "...
+// and N more errors"); [Errors] lists them. Every one is an
+// [errcode.Invalid] error. A decoded resource's [Source] records its file,
+// the line where it starts and its index among the file's documents.
 //
 // [Validate] applies the same checks to a resource built in code.
 // [EncodeYAML] and [EncodeJSON] write resources in a stable field order

@@ -1,11 +1,16 @@
 package manifest
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/openctl/openctl/errcode"
+)
 
 // CheckDuplicates reports resources that share an ID. Each repeat is an
-// [*Error] at the repeat's Source naming where the first one is, for
-// example "b.yaml:7: duplicate resource VirtualMachine/web-01 (first defined
-// at a.yaml:3)". All repeats are reported, joined; nil entries are ignored.
+// [*errcode.InputError] at the repeat's Source naming where the first one
+// is, for example "b.yaml:7: duplicate resource VirtualMachine/web-01 (first
+// defined at a.yaml:3)". All repeats are reported, joined; nil entries are
+// ignored.
 func CheckDuplicates(rs []*Resource) error {
 	var errs errorList
 	checkDuplicates(rs, &errs)
@@ -28,10 +33,10 @@ func checkDuplicates(rs []*Resource, errs *errorList) {
 		if where == "" {
 			where = fmt.Sprintf("item %d of the list", j)
 		}
-		errs.add(&Error{
+		errs.add(inputError(errcode.InputError{
 			File: r.Source.File,
 			Line: r.Source.Line,
 			Msg:  fmt.Sprintf("duplicate resource %s (first defined at %s)", id.Short(), where),
-		})
+		}))
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"strconv"
+
+	"github.com/openctl/openctl/errcode"
 )
 
 // EncodeYAML writes the resources as a multi-document YAML stream, with
@@ -25,7 +27,7 @@ func EncodeYAML(w io.Writer, rs ...*Resource) error {
 	var yw yamlWriter
 	for i, r := range rs {
 		if r == nil {
-			return &Error{Msg: "cannot encode a nil resource"}
+			return inputError(errcode.InputError{Msg: "cannot encode a nil resource"})
 		}
 		o, err := orderedObject(r)
 		if err != nil {
@@ -156,7 +158,7 @@ func jsonResources(rs []*Resource) ([]jsonResource, error) {
 	out := make([]jsonResource, 0, len(rs))
 	for _, r := range rs {
 		if r == nil {
-			return nil, &Error{Msg: "cannot encode a nil resource"}
+			return nil, inputError(errcode.InputError{Msg: "cannot encode a nil resource"})
 		}
 		o, err := orderedObject(r)
 		if err != nil {

@@ -5,76 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/openctl/openctl/errcode"
 )
 
-// Error is a problem in a manifest: where it is — file, line, column and
-// field path — and what is wrong. Every *Error is an [errcode.Invalid]
-// error: errors.Is(err, errcode.Invalid) is true and [errcode.Of] returns
-// Invalid.
-//
-// Functions that can find several problems at once ([DecodeBytes], [Load],
-// [Validate], [CheckDuplicates]) report all of them, as an errors.Join of
-// *Error values sorted by file and line; [Errors] takes them apart again.
-type Error struct {
-	File   string // file name; "<stdin>" for standard input; "" for a resource built in code
-	Line   int    // 1-based line; 0 when unknown
-	Column int    // 1-based column; 0 when unknown
-	Field  string // field path, such as "metadata.name" or "spec.disks[0].size"; "" for the whole document
-	Msg    string // what is wrong
-	Err    error  // the underlying cause (an I/O error), or nil
+// Errors returns the problems in err — *errcode.InputError values, Input
+// "manifest" — err itself, or the errors it joins (see errors.Join), in
+// order. It returns nil if err holds none.
+func Errors(err error) []*errcode.InputError { return errcode.All[*errcode.InputError](err) }
+
+// inputError is a problem in a manifest.
+func inputError(e errcode.InputError) *errcode.InputError {
+	e.Input = "manifest"
+	return &e
 }
-
-// Error formats the error as "file:line:column: field: message", leaving
-// out the parts that are unknown or empty. An error without a file starts
-// with "manifest: " instead.
-func (e *Error) Error() string {
-	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
-		if e.Line > 0 {
-			b.WriteString(":" + strconv.Itoa(e.Line))
-			if e.Column > 0 {
-				b.WriteString(":" + strconv.Itoa(e.Column))
-			}
-		}
-		b.WriteString(": ")
-	} else {
-		b.WriteString("manifest: ")
-		if e.Line > 0 {
-			b.WriteString("line " + strconv.Itoa(e.Line))
-			if e.Column > 0 {
-				b.WriteString(", column " + strconv.Itoa(e.Column))
-			}
-			b.WriteString(": ")
-		}
-	}
-	if e.Field != "" {
-		b.WriteString(e.Field + ": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
-}
-
-// Is reports whether target is [errcode.Invalid].
-func (e *Error) Is(target error) bool { return target == errcode.Invalid }
-
-// Unwrap returns [errcode.Invalid] and the underlying cause, if any, so that
-// errcode.Of classifies the error and errors.Is finds the cause (for
-// example fs.ErrNotExist).
-func (e *Error) Unwrap() []error {
-	if e.Err != nil {
-		return []error{errcode.Invalid, e.Err}
-	}
-	return []error{errcode.Invalid}
-}
-
-// Errors returns the *Error values in err: err itself, or the errors it
-// joins (see errors.Join), in order. It returns nil if err holds none.
-func Errors(err error) []*Error { return errcode.All[*Error](err) }
 
 // maxErrors is how many errors one call reports; the rest are summarised
 // in a final "... and N more errors".
@@ -87,7 +32,7 @@ const maxKeptErrors = 1000
 // errorList collects the problems found in one call. It is not safe for
 // concurrent use.
 type errorList struct {
-	errs    []*Error
+	errs    []*errcode.InputError
 	dropped int // errors beyond maxKeptErrors, counted but not kept
 	seen    map[errorKey]bool
 }
@@ -101,7 +46,7 @@ type errorKey struct {
 	msg          string
 }
 
-func (l *errorList) add(e *Error) {
+func (l *errorList) add(e *errcode.InputError) {
 	if len(l.errs) >= maxKeptErrors {
 		l.dropped++
 		return
@@ -129,7 +74,7 @@ func (l *errorList) err() error {
 		return nil
 	}
 	errs := slices.Clone(l.errs)
-	slices.SortStableFunc(errs, func(a, b *Error) int {
+	slices.SortStableFunc(errs, func(a, b *errcode.InputError) int {
 		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
 	})
 	more := l.dropped
@@ -142,7 +87,7 @@ func (l *errorList) err() error {
 		out = append(out, e)
 	}
 	if more > 0 {
-		out = append(out, &Error{Msg: fmt.Sprintf("... and %d more errors", more)})
+		out = append(out, inputError(errcode.InputError{Msg: fmt.Sprintf("... and %d more errors", more)}))
 	}
 	return errors.Join(out...)
 }

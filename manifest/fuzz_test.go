@@ -63,7 +63,7 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("error is not errcode.Invalid: %v", err)
 			}
 			if len(manifest.Errors(err)) == 0 {
-				t.Fatalf("error holds no *manifest.Error: %v", err)
+				t.Fatalf("error holds no *errcode.InputError: %v", err)
 			}
 			if rs != nil {
 				t.Fatalf("resources returned with an error")

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/openctl/openctl/errcode"
 )
 
 // decodeJSON decodes a JSON input: one value, an array of values, or a
@@ -34,7 +36,7 @@ func (c *converter) decodeJSON(data []byte) []*Resource {
 			return
 		}
 		if len(raw) > maxDocumentSize {
-			c.errs.add(&Error{File: c.file, Line: line, Column: col, Msg: fmt.Sprintf("value is larger than %d MiB (%d bytes); split it into several resources", maxDocumentSize>>20, len(raw))})
+			c.errs.add(inputError(errcode.InputError{File: c.file, Line: line, Column: col, Msg: fmt.Sprintf("value is larger than %d MiB (%d bytes); split it into several resources", maxDocumentSize>>20, len(raw))}))
 			index++
 		} else {
 			got, n := c.jsonValue(raw, line-1, col-1, index)
@@ -114,7 +116,7 @@ func (c *converter) jsonError(err error, data []byte, lines lineCounter) {
 	}
 	line, col := lines.at(off)
 	c.failed = true
-	c.errs.add(&Error{File: c.file, Line: line, Column: col, Msg: "invalid JSON: " + msg})
+	c.errs.add(inputError(errcode.InputError{File: c.file, Line: line, Column: col, Msg: "invalid JSON: " + msg}))
 }
 
 func skipJSONSpace(data []byte, i int) int {

@@ -1,11 +1,11 @@
 package manifest
 
-// The limits on what decoding accepts. They keep a hostile or mistaken
-// input (a list of a million tags, a document nested a thousand levels, a
-// "billion laughs" of aliases) from using unbounded time and memory, and
-// are far above what a real manifest needs. Each is reported as an
-// [*Error] naming the file, the line and the field. Limits that depend on
-// what a field means (how many tags a Proxmox VM may have) are the
+// The limits on what decoding accepts. They keep a hostile or mistaken input
+// (a list of a million tags, a document nested a thousand levels, a "billion
+// laughs" of aliases) from using unbounded time and memory, and are far
+// above what a real manifest needs. Each is reported as an
+// [*errcode.InputError] naming the file, the line and the field. Limits that
+// depend on what a field means (how many tags a Proxmox VM may have) are the
 // providers' to check.
 const (
 	// maxInputSize bounds one input (a file, standard input, a Decode

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openctl/openctl/backoff"
+	"github.com/openctl/openctl/errcode"
 )
 
 // StdinName is the file name standard input has in errors and in
@@ -42,12 +43,12 @@ type LoadOptions struct {
 // named pipe that no writer has opened yet is opened for writing and
 // closed again, which releases the open).
 //
-// Load reports every problem in every file, and resources defined twice
-// (see [CheckDuplicates]), as one errors.Join of [*Error] values sorted by
-// file and line; a path that does not exist or cannot be read is such an
-// error too, naming the path, and errors.Is(err, fs.ErrNotExist) holds for
-// a missing one. More than 10,000 resources in all is an error too. When
-// there is any problem, no resources are returned.
+// Load reports every problem in every file, and resources defined twice (see
+// [CheckDuplicates]), as one errors.Join of [*errcode.InputError] values
+// sorted by file and line; a path that does not exist or cannot be read is
+// such an error too, naming the path, and errors.Is(err, fs.ErrNotExist)
+// holds for a missing one. More than 10,000 resources in all is an error
+// too. When there is any problem, no resources are returned.
 func Load(ctx context.Context, paths []string, opts LoadOptions) ([]*Resource, error) {
 	var errs errorList
 	var rs []*Resource
@@ -56,7 +57,7 @@ func Load(ctx context.Context, paths []string, opts LoadOptions) ([]*Resource, e
 	decode := func(data []byte, file string) {
 		got := decodeInto(data, file, &errs)
 		if len(rs)+len(got) > maxResources {
-			errs.add(&Error{File: file, Msg: fmt.Sprintf("more than %d resources in all; apply them in several calls", maxResources)})
+			errs.add(inputError(errcode.InputError{File: file, Msg: fmt.Sprintf("more than %d resources in all; apply them in several calls", maxResources)}))
 			full = true
 			return
 		}
@@ -279,17 +280,14 @@ func readAll(ctx context.Context, r io.Reader) ([]byte, error) {
 	}
 }
 
-// ioError turns an error reading name into an *Error for it.
-func ioError(name string, err error) *Error {
-	msg := err.Error()
+// ioError turns an error reading name into an *errcode.InputError for it,
+// its cause without the path the error already names.
+func ioError(name string, err error) *errcode.InputError {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		msg = pe.Err.Error()
+		err = pe.Err
 	}
-	if errors.Is(err, fs.ErrNotExist) {
-		msg = "no such file or directory"
-	}
-	return &Error{File: name, Msg: fmt.Sprintf("cannot read: %s", msg), Err: err}
+	return inputError(errcode.InputError{File: name, Msg: "cannot read", Err: err})
 }
 
 // readLimited reads r to the end, or to just past maxInputSize, which

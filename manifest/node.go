@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/openctl/openctl/errcode"
 )
 
 // converter turns the yaml.Node tree of one document into normalised
@@ -42,7 +44,7 @@ func (c *converter) pos(n *yaml.Node) (line, col int) {
 
 // errorf reports a problem at node n (nil: position unknown) in field.
 func (c *converter) errorf(n *yaml.Node, field, format string, args ...any) {
-	e := &Error{File: c.file, Field: field, Msg: fmt.Sprintf(format, args...)}
+	e := inputError(errcode.InputError{File: c.file, Field: field, Msg: fmt.Sprintf(format, args...)})
 	if n != nil {
 		e.Line, e.Column = c.pos(n)
 	}

@@ -8,27 +8,29 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/openctl/openctl/errcode"
 )
 
-// DecodeSpec decodes spec, a resource's spec, into v, a pointer to a
-// struct whose fields carry json tags, strictly: a key the struct does
-// not have, or a value of the wrong type, is an *Error naming the field
-// path ("spec.cpu.cores") and, for an unknown key, the known ones. The
-// error has no file: callers add the resource's Source.
+// DecodeSpec decodes spec, a resource's spec, into v, a pointer to a struct
+// whose fields carry json tags, strictly: a key the struct does not have, or
+// a value of the wrong type, is an *errcode.InputError naming the field path
+// ("spec.cpu.cores") and, for an unknown key, the known ones. The error has
+// no file: callers add the resource's Source.
 func DecodeSpec(spec map[string]any, v any) error {
 	if err := unknownField("spec", spec, reflect.TypeOf(v).Elem()); err != nil {
 		return err
 	}
 	data, err := json.Marshal(spec)
 	if err != nil {
-		return &Error{Field: "spec", Msg: err.Error()}
+		return inputError(errcode.InputError{Field: "spec", Msg: err.Error()})
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(v); err != nil {
 		if te, ok := err.(*json.UnmarshalTypeError); ok {
-			return &Error{Field: "spec." + te.Field, Msg: fmt.Sprintf("must be %s, not %s", kindName(te.Type), te.Value)}
+			return inputError(errcode.InputError{Field: "spec." + te.Field, Msg: fmt.Sprintf("must be %s, not %s", kindName(te.Type), te.Value)})
 		}
-		return &Error{Field: "spec", Msg: err.Error()}
+		return inputError(errcode.InputError{Field: "spec", Msg: err.Error()})
 	}
 	return nil
 }
@@ -75,7 +77,7 @@ func unknownField(path string, v any, t reflect.Type) error {
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			ft, ok := fields[k]
 			if !ok {
-				return &Error{Field: path + "." + k, Msg: fmt.Sprintf("unknown field (known: %s)", strings.Join(slices.Sorted(maps.Keys(fields)), ", "))}
+				return inputError(errcode.InputError{Field: path + "." + k, Msg: fmt.Sprintf("unknown field (known: %s)", strings.Join(slices.Sorted(maps.Keys(fields)), ", "))})
 			}
 			if err := unknownField(path+"."+k, m[k], ft); err != nil {
 				return err

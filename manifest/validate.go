@@ -6,26 +6,29 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/openctl/openctl/errcode"
 )
 
 // Validate checks a resource the way decoding checks a manifest, for
-// resources built in code: the limits of decoding on nesting, list, map
-// and string sizes (see the package documentation), and the apiVersion has the form
-// <group>/<version>, the kind is set and well formed, the name
-// is a DNS-1123 subdomain (the namespace, if set, a DNS-1123 label), label and annotation keys
-// are not empty, and spec and status hold only normalised values (see
-// [Normalize]; a value Normalize would convert, such as an int, is reported
-// too, since [Field], [Hash] and the encoders expect the normalised form).
+// resources built in code: the limits of decoding on nesting, list, map and
+// string sizes (see the package documentation), and the apiVersion has the
+// form <group>/<version>, the kind is set and well formed, the name is a
+// DNS-1123 subdomain (the namespace, if set, a DNS-1123 label), label and
+// annotation keys are not empty, and spec and status hold only normalised
+// values (see [Normalize]; a value Normalize would convert, such as an int,
+// is reported too, since [Field], [Hash] and the encoders expect the
+// normalised form).
 //
-// Every problem is reported, as an errors.Join of [*Error] values whose
-// Field names the offending field; File and Line come from r.Source when it
-// is set.
+// Every problem is reported, as an errors.Join of [*errcode.InputError]
+// values whose Field names the offending field; File and Line come from
+// r.Source when it is set.
 func Validate(r *Resource) error {
 	if r == nil {
-		return &Error{Msg: "resource is nil"}
+		return inputError(errcode.InputError{Msg: "resource is nil"})
 	}
 	var errs errorList
-	add := func(e *Error) {
+	add := func(e *errcode.InputError) {
 		e.File, e.Line = r.Source.File, r.Source.Line
 		errs.add(e)
 	}
@@ -45,11 +48,11 @@ func Validate(r *Resource) error {
 
 // identityErrors returns the problems with r's apiVersion, kind and
 // metadata, each naming its field, without a location.
-func identityErrors(r *Resource) []*Error {
-	var out []*Error
+func identityErrors(r *Resource) []*errcode.InputError {
+	var out []*errcode.InputError
 	check := func(field, msg string) {
 		if msg != "" {
-			out = append(out, &Error{Field: field, Msg: msg})
+			out = append(out, inputError(errcode.InputError{Field: field, Msg: msg}))
 		}
 	}
 	check("apiVersion", apiVersionProblem(r.APIVersion))
@@ -69,7 +72,7 @@ func identityErrors(r *Resource) []*Error {
 
 // checkNormalised reports every value in v, at path, that is not in the
 // normalised form.
-func checkNormalised(v any, path string, depth int, add func(*Error)) {
+func checkNormalised(v any, path string, depth int, add func(*errcode.InputError)) {
 	walkNormalised(v, &pathStep{key: path, index: -1}, depth, add)
 }
 
@@ -101,24 +104,24 @@ func (p *pathStep) String() string {
 	return b.String()
 }
 
-func walkNormalised(v any, path *pathStep, depth int, add func(*Error)) {
+func walkNormalised(v any, path *pathStep, depth int, add func(*errcode.InputError)) {
 	if depth > maxDepth {
-		add(&Error{Field: path.String(), Msg: fmt.Sprintf("value is nested more than %d levels deep (does it contain itself?)", maxDepth)})
+		add(inputError(errcode.InputError{Field: path.String(), Msg: fmt.Sprintf("value is nested more than %d levels deep (does it contain itself?)", maxDepth)}))
 		return
 	}
 	switch x := v.(type) {
 	case nil, bool, int64:
 	case string:
 		if len(x) > maxStringLen {
-			add(&Error{Field: path.String(), Msg: fmt.Sprintf("string is %d bytes long; at most %d (%d KiB) are allowed", len(x), maxStringLen, maxStringLen>>10)})
+			add(inputError(errcode.InputError{Field: path.String(), Msg: fmt.Sprintf("string is %d bytes long; at most %d (%d KiB) are allowed", len(x), maxStringLen, maxStringLen>>10)}))
 		}
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			add(&Error{Field: path.String(), Msg: fmt.Sprintf("want a finite number, got %v", x)})
+			add(inputError(errcode.InputError{Field: path.String(), Msg: fmt.Sprintf("want a finite number, got %v", x)}))
 		}
 	case map[string]any:
 		if len(x) > maxListLen {
-			add(&Error{Field: path.String(), Msg: fmt.Sprintf("map has %d keys; at most %d are allowed", len(x), maxListLen)})
+			add(inputError(errcode.InputError{Field: path.String(), Msg: fmt.Sprintf("map has %d keys; at most %d are allowed", len(x), maxListLen)}))
 			return
 		}
 		keys := make([]string, 0, len(x))
@@ -128,14 +131,14 @@ func walkNormalised(v any, path *pathStep, depth int, add func(*Error)) {
 		slices.Sort(keys)
 		for _, k := range keys {
 			if len(k) > maxKeyLen {
-				add(&Error{Field: path.String(), Msg: fmt.Sprintf("map key %s is %d bytes long; at most %d are allowed", abbrev(k), len(k), maxKeyLen)})
+				add(inputError(errcode.InputError{Field: path.String(), Msg: fmt.Sprintf("map key %s is %d bytes long; at most %d are allowed", abbrev(k), len(k), maxKeyLen)}))
 				continue
 			}
 			walkNormalised(x[k], &pathStep{parent: path, key: k, index: -1}, depth+1, add)
 		}
 	case []any:
 		if len(x) > maxListLen {
-			add(&Error{Field: path.String(), Msg: fmt.Sprintf("list has %d items; at most %d are allowed", len(x), maxListLen)})
+			add(inputError(errcode.InputError{Field: path.String(), Msg: fmt.Sprintf("list has %d items; at most %d are allowed", len(x), maxListLen)}))
 			return
 		}
 		for i, e := range x {
@@ -143,9 +146,9 @@ func walkNormalised(v any, path *pathStep, depth int, add func(*Error)) {
 		}
 	default:
 		if _, err := Normalize(x); err != nil {
-			add(&Error{Field: path.String(), Msg: fmt.Sprintf("want a string, number, bool, list or map, got a value of type %T", x)})
+			add(inputError(errcode.InputError{Field: path.String(), Msg: fmt.Sprintf("want a string, number, bool, list or map, got a value of type %T", x)}))
 		} else {
-			add(&Error{Field: path.String(), Msg: fmt.Sprintf("value of type %T is not normalised (convert the map with NormalizeMap)", x)})
+			add(inputError(errcode.InputError{Field: path.String(), Msg: fmt.Sprintf("value of type %T is not normalised (convert the map with NormalizeMap)", x)}))
 		}
 	}
 }

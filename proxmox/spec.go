@@ -198,7 +198,7 @@ func ferr(path, format string, args ...any) error {
 // wrong types with the field path.
 func decodeStrict(m map[string]any, v any) error {
 	err := manifest.DecodeSpec(m, v)
-	var me *manifest.Error
+	var me *errcode.InputError
 	if errors.As(err, &me) {
 		return ferr(me.Field, "%s", me.Msg)
 	}
