@@ -358,3 +358,39 @@ func (f fsys) readlink(p string) (string, error) {
 	}
 	return t, nil
 }
+
+// WriteFile writes data to the host's file name (an absolute path) as
+// root would, creating missing parent directories (mode 0755) and giving
+// the file perm, whatever the umask: how a test or a program seeds a
+// host's files (a unit, a binary, a configuration).
+func (h *Host) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	f := fsys{h: h, user: "root"}
+	dir := ""
+	for part := range strings.SplitSeq(strings.Trim(path.Dir(name), "/"), "/") {
+		if part == "" {
+			continue
+		}
+		dir += "/" + part
+		if err := f.mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	w, err := f.open(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		_ = w.Close()
+		return pathError("write", name, err)
+	}
+	if err := w.Close(); err != nil {
+		return pathError("write", name, err)
+	}
+	return f.chmod(name, perm)
+}
+
+// ReadFile returns the contents of the host's file name (an absolute
+// path), read as root would.
+func (h *Host) ReadFile(name string) ([]byte, error) {
+	return fsys{h: h, user: "root"}.readFile(name)
+}

@@ -70,8 +70,10 @@ type cmdResult struct {
 
 func sh(t *testing.T, h *vmhost.Host, script string) cmdResult {
 	t.Helper()
-	st, out, errOut := runOn(t, h, script)
-	return cmdResult{st, out, errOut}
+	var out, errOut strings.Builder
+	st, err := h.Run(t.Context(), script, nil, &out, &errOut, nil, "root")
+	require.NoError(t, err)
+	return cmdResult{st, out.String(), errOut.String()}
 }
 
 // TestSystemctlUnknownUnits: what systemctl and journalctl say of a unit
