@@ -12,6 +12,7 @@ import (
 
 	"github.com/openctl/openctl/config"
 	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/internal/addrmap"
 	"github.com/openctl/openctl/registry"
 	"github.com/openctl/openctl/remote"
 )
@@ -145,7 +146,7 @@ func (Driver) DecodeConfig(sec *config.Section) (registry.DriverConfig, error) {
 		if err != nil || !p.Addr().Is4() || p != p.Masked() {
 			return nil, sec.Errorf("addressMap", "want an IPv4 prefix like 127.80.0.0/16, got %q", m)
 		}
-		fc.addressMap = PrefixMap(p)
+		fc.addressMap = addrmap.Into(p)
 	}
 	if home := sec.Home(); home != "" {
 		if fc.BinaryDir == "" {
@@ -229,23 +230,4 @@ func (d Driver) Sandbox(ctx context.Context, opts registry.SandboxOptions) (*reg
 	fc.Agent.BinaryDir = sb.AgentBinaryDir
 	fc.SSH.Port = sb.SSHPort
 	return &registry.Sandbox{Config: fc, Description: sb.Description, Close: sb.Close}, nil
-}
-
-// PrefixMap returns the address map (Config.AddressMap) that moves IPv4
-// addresses into prefix p, keeping their host bits: with 127.80.0.0/16,
-// 192.168.1.50 becomes 127.80.1.50. Loopback and IPv6 addresses are kept.
-func PrefixMap(p netip.Prefix) func(netip.Addr) netip.Addr {
-	p = p.Masked()
-	return func(a netip.Addr) netip.Addr {
-		if !a.Is4() || a.IsLoopback() || !p.Addr().Is4() {
-			return a
-		}
-		n, b := p.Addr().As4(), a.As4()
-		for i := range 4 {
-			bits := min(max(p.Bits()-8*i, 0), 8)
-			mask := byte(0xff << (8 - bits))
-			b[i] = n[i]&mask | b[i]&^mask
-		}
-		return netip.AddrFrom4(b)
-	}
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,21 +16,6 @@ import (
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/k3s"
 )
-
-func TestPrefixMap(t *testing.T) {
-	m := k3s.PrefixMap(netip.MustParsePrefix("127.80.0.0/16"))
-	for in, want := range map[string]string{
-		"192.168.1.50": "127.80.1.50",
-		"10.0.7.9":     "127.80.7.9",
-		"127.80.1.49":  "127.80.1.49", // already there: a second map changes nothing
-		"127.0.0.1":    "127.0.0.1",
-		"fd00::1":      "fd00::1",
-	} {
-		assert.Equal(t, want, m(netip.MustParseAddr(in)).String(), in)
-	}
-	m = k3s.PrefixMap(netip.MustParsePrefix("10.99.128.0/20"))
-	assert.Equal(t, "10.99.129.50", m(netip.MustParseAddr("192.168.1.50")).String(), "host bits of a /20")
-}
 
 // decode decodes a providers.k3s section written in a config file.
 func decode(t *testing.T, section string) error {

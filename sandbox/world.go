@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/openctl/openctl/internal/addrmap"
 	"github.com/openctl/openctl/k3s"
 	"github.com/openctl/openctl/proxmox/proxmoxtest"
 	"github.com/openctl/openctl/sandbox/k3slite"
@@ -160,7 +161,7 @@ func (w *World) Network() netip.Prefix { return w.opts.Network }
 // MapAddress returns where the world puts address a: an IPv4 address
 // a.b.c.d outside 127.0.0.0/8 becomes the world's network's first two
 // octets with c.d; loopback and IPv6 addresses are returned as they are.
-func (w *World) MapAddress(a netip.Addr) netip.Addr { return k3s.PrefixMap(w.opts.Network)(a) }
+func (w *World) MapAddress(a netip.Addr) netip.Addr { return addrmap.Into(w.opts.Network)(a) }
 
 // K3sHosts is how the K3s provider reaches the world's hosts (the
 // k3s.Driver's SandboxHosts). Close is not the world's: the caller
