@@ -407,22 +407,11 @@ func (p *Provider) installAgent(ctx context.Context, h *remote.Host, init, uname
 		return nil, err
 	}
 	if len(cmds) > 0 {
-		var script strings.Builder
-		script.WriteString("set -e\n")
-		for _, c := range cmds {
-			for i, w := range c {
-				if i > 0 {
-					script.WriteByte(' ')
-				}
-				script.WriteString(remote.Quote(w))
-			}
-			script.WriteString(" >/dev/null\n")
-		}
 		step := "start the agent"
 		if !restart && pr.active {
 			step = "reload the agent's credentials"
 		}
-		if _, err := h.Run(ctx, remote.Command{Step: step, Script: script.String()}); err != nil {
+		if _, err := h.Run(ctx, remote.Command{Step: step, Script: commandScript(cmds)}); err != nil {
 			return nil, err
 		}
 	}
@@ -507,4 +496,21 @@ func writeNodeTable(w io.Writer, st map[string]any) error {
 		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\n", get("name"), get("role"), m["phase"] == PhaseReady, get("version"), get("agentVersion"), get("address"))
 	}
 	return tw.Flush()
+}
+
+// commandScript runs argument vectors one after the other, quoted, their
+// output discarded, stopping at the first that fails.
+func commandScript(cmds [][]string) string {
+	var b strings.Builder
+	b.WriteString("set -e\n")
+	for _, c := range cmds {
+		for i, w := range c {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(remote.Quote(w))
+		}
+		b.WriteString(" >/dev/null\n")
+	}
+	return b.String()
 }

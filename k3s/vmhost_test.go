@@ -91,23 +91,6 @@ func k3sStart(_ *testing.T, init string, restart bool) string {
 // k3sStop is the provider's stopScript for a server.
 func k3sStop(_ *testing.T, init string) string { return stopScript(init, RoleServer) }
 
-// shellCommands renders argument vectors as the provider runs them (its
-// installAgent step).
-func shellCommands(cmds ...[]string) string {
-	var b strings.Builder
-	b.WriteString("set -e\n")
-	for _, c := range cmds {
-		for i, w := range c {
-			if i > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(remote.Quote(w))
-		}
-		b.WriteString(" >/dev/null\n")
-	}
-	return b.String()
-}
-
 // TestK3sService installs the K3s provider's own service definition
 // (unit file or init script, rendered from its source) on a systemd and
 // an OpenRC host and drives it with the provider's scripts: start, the
@@ -277,7 +260,7 @@ func TestAgentService(t *testing.T) {
 			assert.NotContains(t, probe(), "active=1")
 			cmds, err := agent.EnableCommands(init)
 			require.NoError(t, err)
-			mustRun(t, h, shellCommands(cmds...))
+			mustRun(t, h, commandScript(cmds))
 			require.Eventually(t, func() bool { return strings.Contains(probe(), "active=1") }, 20*time.Second, 5*time.Millisecond, "waiting for %s", "the agent to run")
 
 			logs := func() string {
@@ -294,7 +277,7 @@ func TestAgentService(t *testing.T) {
 
 			reload, err := agent.ReloadCommand(init)
 			require.NoError(t, err)
-			out := mustRun(t, h, shellCommands(reload))
+			out := mustRun(t, h, commandScript([][]string{reload}))
 			assert.Empty(t, out)
 			require.Eventually(t, func() bool { return strings.Contains(logs(), "credentials reloaded (1)") }, 20*time.Second, 5*time.Millisecond, "waiting for %s", "the reload")
 			if init == agent.Systemd {
@@ -308,7 +291,7 @@ func TestAgentService(t *testing.T) {
 			}
 
 			// A reinstall runs the enable commands again: a restart.
-			mustRun(t, h, shellCommands(cmds...))
+			mustRun(t, h, commandScript(cmds))
 			require.Eventually(t, func() bool { return strings.Count(logs(), "listening on") == 2 }, 20*time.Second, 5*time.Millisecond, "waiting for %s", "the restarted agent")
 			assert.Contains(t, probe(), "active=1")
 
