@@ -18,7 +18,7 @@ import (
 // are checked against the action's spec (see registry.ActionSpec.CheckArgs);
 // streamed output goes to out (nil discards it). A kind that reads its
 // prior state gets it (registry.Prior), as for Get. The steps the action
-// reports (registry.ReportStep) reach the observer as EventStep events
+// reports (registry.Call.ReportStep) reach the observer as EventStep events
 // whose Op is the action's name.
 //
 // An action whose spec says Records (a credential rotation) runs under
