@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -346,11 +347,19 @@ func (k *kubeVIP) removeLocked(why string) {
 
 // fail logs err unless it is the error logged last. Call with k.mu held.
 func (k *kubeVIP) fail(err error) {
-	if msg := err.Error(); msg != k.lastErr {
+	msg := err.Error()
+	if msg != k.lastErr {
 		k.lastErr = msg
 		k.log.Error("kube-vip: " + msg + " (retrying)")
 	}
+	if f := kubeVIPFailed.Load(); f != nil {
+		(*f)(msg)
+	}
 }
+
+// kubeVIPFailed, when set, is told of every failure of the emulation,
+// logged or not: how a test sees retries that log nothing.
+var kubeVIPFailed atomic.Pointer[func(msg string)]
 
 // iface is vip_interface, or without one the interface that holds the
 // node IP (kube-vip itself picks the default route's).

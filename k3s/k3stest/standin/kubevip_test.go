@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -274,7 +275,15 @@ func TestWatchManifestsWithoutInterface(t *testing.T) {
 	assert.Contains(t, out, `msg="kube-vip: this node is the leader, adding 10.0.0.100/32 to openctl-none0"`)
 	assert.Contains(t, out, "level=error")
 	// Retried every second, logged once.
-	time.Sleep(2500 * time.Millisecond) // let ≥ 2 retries happen
+	var retries atomic.Int64
+	count := func(msg string) {
+		if strings.HasPrefix(msg, "vip_interface openctl-none0: ") {
+			retries.Add(1)
+		}
+	}
+	kubeVIPFailed.Store(&count)
+	defer kubeVIPFailed.Store(nil)
+	require.Eventually(t, func() bool { return retries.Load() >= 2 }, 10*time.Second, 50*time.Millisecond, "two more retries")
 	assert.Equal(t, 1, strings.Count(logs.String(), "kube-vip: vip_interface openctl-none0: "), "%s", &logs)
 
 	// A changed VIP restarts the emulation.
