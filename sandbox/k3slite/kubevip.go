@@ -15,14 +15,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/klog/v2"
-
-	"github.com/openctl/openctl/sandbox/vmhost"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+
+	"github.com/openctl/openctl/internal/k3semu"
+	"github.com/openctl/openctl/sandbox/vmhost"
 )
 
 // manifestPoll is how often server/manifests is read.
@@ -35,7 +35,7 @@ const kubeVIPAnnouncements = 3
 // watchManifests polls dir (server/manifests) until ctx ends. Every file
 // k3s would apply (*.yaml, *.yml, *.json, subdirectories included) is recorded in the log when it
 // appears, changes or goes; the stand-in applies none of them. While one
-// of them holds kube-vip (parseKubeVIP) with cp_enable and
+// of them holds kube-vip (k3semu.ParseKubeVIP) with cp_enable and
 // vip_leaderelection, it runs the kube-vip emulation (kubeVIP) with that
 // configuration: a changed configuration restarts it, a removed manifest
 // stops it (releasing the VIP and the Lease). It returns after stopping
@@ -44,16 +44,16 @@ func (n *Network) watchManifests(ctx context.Context, h *vmhost.Host, dir, node 
 	f := hostFS{h: h}
 	type parsed struct {
 		sum [32]byte
-		cfg kubeVIPConfig
+		cfg k3semu.KubeVIPConfig
 		err error
 	}
 	seen := map[string]parsed{}
 	var (
 		running  bool
-		current  kubeVIPConfig
+		current  k3semu.KubeVIPConfig
 		stop     context.CancelFunc
 		done     chan struct{}
-		warnedOn kubeVIPConfig
+		warnedOn k3semu.KubeVIPConfig
 		dirErr   string // the last error reading dir, logged once
 	)
 	halt := func() {
@@ -75,7 +75,7 @@ func (n *Network) watchManifests(ctx context.Context, h *vmhost.Host, dir, node 
 			dirErr = ""
 		}
 		var (
-			want  kubeVIPConfig
+			want  k3semu.KubeVIPConfig
 			from  string
 			found bool
 		)
@@ -89,9 +89,9 @@ func (n *Network) watchManifests(ctx context.Context, h *vmhost.Host, dir, node 
 			if !ok || p.sum != sum {
 				prev := p
 				p = parsed{sum: sum}
-				p.cfg, p.err = parseKubeVIP(data)
+				p.cfg, p.err = k3semu.ParseKubeVIP(data)
 				log.Info("Recorded manifest " + file + " (the k3s stand-in does not apply manifests)")
-				if p.err != nil && !errors.Is(p.err, errNoKubeVIP) {
+				if p.err != nil && !errors.Is(p.err, k3semu.ErrNoKubeVIP) {
 					log.Error(fmt.Sprintf("kube-vip: %s: %v", file, p.err))
 					// k3s fails to apply such a file and leaves what it
 					// applied before running.
@@ -180,7 +180,7 @@ type kubeVIP struct {
 	n       *Network
 	h       *vmhost.Host
 	apiHost string // host:port of this server's API, where the VIP leads
-	cfg     kubeVIPConfig
+	cfg     k3semu.KubeVIPConfig
 	node    string
 	nodeIP  net.IP
 	client  kubernetes.Interface

@@ -13,45 +13,14 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/openctl/openctl/internal/k3semu/k3semutest"
 	"github.com/openctl/openctl/sandbox/vmhost"
 )
 
-// kubeVIPManifest is a kube-vip DaemonSet as the provider writes it.
+// kubeVIPManifest is the provider's kube-vip manifest for vip on iface,
+// with short timings (3 s lease, 2 s renew deadline, 1 s retry).
 func kubeVIPManifest(vip, iface string) []byte {
-	var b strings.Builder
-	b.WriteString(`apiVersion: v1
-kind: ServiceAccount
-metadata:
-  name: kube-vip
-  namespace: kube-system
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: kube-vip-ds
-  namespace: kube-system
-spec:
-  selector:
-    matchLabels:
-      app.kubernetes.io/name: kube-vip-ds
-  template:
-    metadata:
-      labels:
-        app.kubernetes.io/name: kube-vip-ds
-    spec:
-      hostNetwork: true
-      containers:
-        - name: kube-vip
-          image: ghcr.io/kube-vip/kube-vip:v0.8.9
-          args: ["manager"]
-          env:
-`)
-	for _, e := range [][2]string{{"address", vip}, {"port", "6443"}, {"vip_interface", iface}, {"vip_arp", "true"}, {"vip_subnet", "32"},
-		{"cp_enable", "true"}, {"cp_namespace", "kube-system"}, {"vip_leaderelection", "true"}, {"vip_leasename", "plndr-cp-lock"},
-		{"vip_leaseduration", "3"}, {"vip_renewdeadline", "2"}, {"vip_retryperiod", "1"}} {
-		fmt.Fprintf(&b, "            - name: %s\n              value: %q\n", e[0], e[1])
-	}
-	return []byte(b.String())
+	return []byte(k3semutest.KubeVIPDaemonSet(k3semutest.KubeVIPEnv(vip, iface, 3, 2, 1)))
 }
 
 func holdsVIP(t *testing.T, h *vmhost.Host, vip string) bool {

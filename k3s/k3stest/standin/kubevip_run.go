@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/openctl/openctl/internal/k3semu"
 )
 
 // manifestPoll is how often server/manifests is read.
@@ -32,7 +34,7 @@ const kubeVIPAnnouncements = 3
 // watchManifests polls dir (server/manifests) until ctx ends. Every file
 // k3s would apply (*.yaml, *.yml, *.json, subdirectories included) is recorded in the log when it
 // appears, changes or goes; the stand-in applies none of them. While one
-// of them holds kube-vip (ParseKubeVIP) with cp_enable and
+// of them holds kube-vip (k3semu.ParseKubeVIP) with cp_enable and
 // vip_leaderelection, it runs the kube-vip emulation (kubeVIP) with that
 // configuration: a changed configuration restarts it, a removed manifest
 // stops it (releasing the VIP and the Lease). It returns after stopping
@@ -40,16 +42,16 @@ const kubeVIPAnnouncements = 3
 func watchManifests(ctx context.Context, dir, node string, nodeIP net.IP, client kubernetes.Interface, log *slog.Logger) {
 	type parsed struct {
 		sum [32]byte
-		cfg KubeVIPConfig
+		cfg k3semu.KubeVIPConfig
 		err error
 	}
 	seen := map[string]parsed{}
 	var (
 		running  bool
-		current  KubeVIPConfig
+		current  k3semu.KubeVIPConfig
 		stop     context.CancelFunc
 		done     chan struct{}
-		warnedOn KubeVIPConfig
+		warnedOn k3semu.KubeVIPConfig
 		dirErr   string // the last error reading dir, logged once
 	)
 	halt := func() {
@@ -71,7 +73,7 @@ func watchManifests(ctx context.Context, dir, node string, nodeIP net.IP, client
 			dirErr = ""
 		}
 		var (
-			want  KubeVIPConfig
+			want  k3semu.KubeVIPConfig
 			from  string
 			found bool
 		)
@@ -85,9 +87,9 @@ func watchManifests(ctx context.Context, dir, node string, nodeIP net.IP, client
 			if !ok || p.sum != sum {
 				prev := p
 				p = parsed{sum: sum}
-				p.cfg, p.err = ParseKubeVIP(data)
+				p.cfg, p.err = k3semu.ParseKubeVIP(data)
 				log.Info("Recorded manifest " + f + " (the k3s stand-in does not apply manifests)")
-				if p.err != nil && !errors.Is(p.err, ErrNoKubeVIP) {
+				if p.err != nil && !errors.Is(p.err, k3semu.ErrNoKubeVIP) {
 					log.Error(fmt.Sprintf("kube-vip: %s: %v", f, p.err))
 					// k3s fails to apply such a file and leaves what it
 					// applied before running.
@@ -172,7 +174,7 @@ func manifestFiles(dir string) ([]string, error) {
 // lease or stopping removes the VIP. Its methods are safe for concurrent
 // use; run is called once.
 type kubeVIP struct {
-	cfg    KubeVIPConfig
+	cfg    k3semu.KubeVIPConfig
 	node   string
 	nodeIP net.IP
 	client kubernetes.Interface

@@ -3,9 +3,7 @@ package standin
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,185 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/openctl/openctl/internal/k3semu/k3semutest"
 )
-
-// kubeVIPDaemonSet is shaped like the manifest the K3s provider writes
-// (k3s/kubevip.go): RBAC documents, then the DaemonSet; env is the
-// container's env list, indented for it.
-func kubeVIPDaemonSet(env string) string {
-	return `# a comment
-apiVersion: v1
-kind: ServiceAccount
-metadata:
-  name: kube-vip
-  namespace: kube-system
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: system:kube-vip-role
-rules:
-  - apiGroups: ["coordination.k8s.io"]
-    resources: ["leases"]
-    verbs: ["list", "get", "watch", "update", "create"]
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: kube-vip-ds
-  namespace: kube-system
-spec:
-  selector:
-    matchLabels:
-      app.kubernetes.io/name: kube-vip-ds
-  template:
-    metadata:
-      labels:
-        app.kubernetes.io/name: kube-vip-ds
-    spec:
-      hostNetwork: true
-      containers:
-        - name: kube-vip
-          image: ghcr.io/kube-vip/kube-vip:v0.8.9
-          args: ["manager"]
-          env:
-` + env
-}
-
-const providerEnv = `            - name: address
-              value: "10.0.0.100"
-            - name: port
-              value: "6443"
-            - name: vip_interface
-              value: "eth0"
-            - name: vip_arp
-              value: "true"
-            - name: vip_subnet
-              value: "32"
-            - name: cp_enable
-              value: "true"
-            - name: cp_namespace
-              value: "kube-system"
-            - name: vip_leaderelection
-              value: "true"
-            - name: vip_leasename
-              value: "plndr-cp-lock"
-            - name: vip_leaseduration
-              value: "5"
-            - name: vip_renewdeadline
-              value: "3"
-            - name: vip_retryperiod
-              value: "1"
-`
-
-const staticPod = `apiVersion: v1
-kind: Pod
-metadata:
-  name: kube-vip
-  namespace: kube-system
-spec:
-  hostNetwork: true
-  containers:
-  - name: kube-vip
-    image: ghcr.io/kube-vip/kube-vip:v0.8.0
-    args:
-    - manager
-    env:
-    - name: vip_address
-      value: fd00::10
-    - name: vip_cidr
-      value: "64"
-    - name: cp_enable
-      value: "true"
-    - name: vip_leaderelection
-      value: "true"
-    - name: vip_nodename
-      valueFrom:
-        fieldRef:
-          fieldPath: spec.nodeName
-    - name: vip_leaseduration
-      value: "15"
-    - name: vip_renewdeadline
-      value: "10"
-    - name: vip_retryperiod
-      value: "2"
-`
-
-func TestParseKubeVIP(t *testing.T) {
-	provider := KubeVIPConfig{
-		Address: netip.MustParseAddr("10.0.0.100"), Subnet: 32, Port: 6443, Interface: "eth0",
-		ARP: true, ControlPlane: true, Namespace: "kube-system", LeaderElection: true,
-		LeaseName: "plndr-cp-lock", LeaseDuration: 5 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second,
-	}
-	for _, c := range []struct {
-		name    string
-		yaml    string
-		want    KubeVIPConfig
-		wantErr string // "" for success; ErrNoKubeVIP's text for none
-	}{
-		{name: "provider's DaemonSet", yaml: kubeVIPDaemonSet(providerEnv), want: provider},
-		{name: "defaults", yaml: kubeVIPDaemonSet("            - {name: address, value: 192.168.1.5}\n"), want: KubeVIPConfig{
-			Address: netip.MustParseAddr("192.168.1.5"), Subnet: 32, Port: 6443, Namespace: "kube-system",
-			LeaseName: "plndr-cp-lock", LeaseDuration: 5 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second,
-		}},
-		{name: "static pod, IPv6, aliases, valueFrom ignored", yaml: staticPod, want: KubeVIPConfig{
-			Address: netip.MustParseAddr("fd00::10"), Subnet: 64, Port: 6443, ControlPlane: true, LeaderElection: true,
-			Namespace: "kube-system", LeaseName: "plndr-cp-lock",
-			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-		}},
-		{name: "JSON", yaml: `{"apiVersion":"v1","kind":"Pod","spec":{"containers":[{"name":"x","image":"kube-vip:1","args":["manager"],"env":[{"name":"address","value":"10.1.1.1"},{"name":"svc_enable","value":"true"}]}]}}`,
-			want: KubeVIPConfig{Address: netip.MustParseAddr("10.1.1.1"), Subnet: 32, Port: 6443, Services: true, Namespace: "kube-system",
-				LeaseName: "plndr-cp-lock", LeaseDuration: 5 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second}},
-		{name: "other manifests only", yaml: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\n", wantErr: ErrNoKubeVIP.Error()},
-		{name: "empty", yaml: "", wantErr: ErrNoKubeVIP.Error()},
-		{name: "kube-vip image without manager", yaml: strings.Replace(kubeVIPDaemonSet(providerEnv), `args: ["manager"]`, `args: ["manifest", "daemonset"]`, 1), wantErr: ErrNoKubeVIP.Error()},
-		{name: "manager of another image", yaml: strings.Replace(kubeVIPDaemonSet(providerEnv), "ghcr.io/kube-vip/kube-vip:v0.8.9", "nginx", 1), wantErr: ErrNoKubeVIP.Error()},
-		{name: "no address", yaml: kubeVIPDaemonSet("            - {name: vip_arp, value: \"true\"}\n"), wantErr: "address is not set"},
-		{name: "DNS address", yaml: kubeVIPDaemonSet("            - {name: address, value: vip.example}\n"), wantErr: `address "vip.example" is not an IP address`},
-		{name: "bad subnet", yaml: kubeVIPDaemonSet("            - {name: address, value: 10.0.0.1}\n            - {name: vip_subnet, value: \"33\"}\n"), wantErr: `vip_subnet "33"`},
-		{name: "bad bool", yaml: kubeVIPDaemonSet("            - {name: address, value: 10.0.0.1}\n            - {name: vip_arp, value: \"yes please\"}\n"), wantErr: `vip_arp "yes please"`},
-		{name: "bad port", yaml: kubeVIPDaemonSet("            - {name: address, value: 10.0.0.1}\n            - {name: port, value: \"0\"}\n"), wantErr: `port "0"`},
-		{name: "lease not longer than renew deadline", yaml: kubeVIPDaemonSet("            - {name: address, value: 10.0.0.1}\n            - {name: vip_leaseduration, value: \"3\"}\n"), wantErr: "must be longer than vip_renewdeadline"},
-		{name: "renew deadline too short for the retry period", yaml: kubeVIPDaemonSet("            - {name: address, value: 10.0.0.1}\n            - {name: vip_retryperiod, value: \"3\"}\n"), wantErr: "1.2 × vip_retryperiod"},
-		{name: "broken YAML", yaml: "kind: [\n", wantErr: "document 1"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := ParseKubeVIP([]byte(c.yaml))
-			if c.wantErr != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), c.wantErr)
-				assert.Equal(t, c.wantErr == ErrNoKubeVIP.Error(), errors.Is(err, ErrNoKubeVIP), "errors.Is(err, ErrNoKubeVIP): %v", err)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, c.want, got)
-		})
-	}
-	cfg, err := ParseKubeVIP([]byte(kubeVIPDaemonSet(providerEnv)))
-	require.NoError(t, err)
-	assert.Equal(t, "10.0.0.100/32", cfg.Prefix().String())
-}
-
-// FuzzParseKubeVIP: no input panics, and a configuration returned is one
-// client-go's leader election accepts.
-func FuzzParseKubeVIP(f *testing.F) {
-	f.Add([]byte(kubeVIPDaemonSet(providerEnv)))
-	f.Add([]byte(staticPod))
-	f.Add([]byte("---\n---\nkind: Pod\n"))
-	f.Add([]byte(`{"kind":"DaemonSet","spec":{"template":{"spec":{"containers":[{"image":"kube-vip","args":["manager"],"env":[{"name":"address","value":"::ffff:10.0.0.1"}]}]}}}}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := ParseKubeVIP(data)
-		if err != nil {
-			return
-		}
-		if !cfg.Address.IsValid() || cfg.Subnet < 0 || cfg.Subnet > cfg.Address.BitLen() {
-			t.Fatalf("bad VIP %v/%d", cfg.Address, cfg.Subnet)
-		}
-		if cfg.LeaseDuration <= cfg.RenewDeadline || float64(cfg.RenewDeadline) <= 1.2*float64(cfg.RetryPeriod) || cfg.RetryPeriod <= 0 {
-			t.Fatalf("timings client-go refuses: %+v", cfg)
-		}
-	})
-}
 
 func TestManifestFiles(t *testing.T) {
 	dir := t.TempDir()
@@ -262,10 +84,10 @@ func TestWatchManifestsWithoutInterface(t *testing.T) {
 		}
 		return *l.Spec.HolderIdentity
 	}
-	env := strings.ReplaceAll(providerEnv, `"eth0"`, `"openctl-none0"`)
+	env := strings.ReplaceAll(k3semutest.ProviderEnv, `"eth0"`, `"openctl-none0"`)
 	// Written after the watcher started, with another manifest beside it.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "other.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "vip.yaml"), []byte(kubeVIPDaemonSet(env)), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "vip.yaml"), []byte(k3semutest.KubeVIPDaemonSet(env)), 0o600))
 	require.Eventually(t, func() bool { return holder() == "node-a" }, 20*time.Second, 50*time.Millisecond, "the Lease goes to node-a\n%s", &logs)
 	require.Eventually(t, func() bool {
 		return strings.Contains(logs.String(), "kube-vip: vip_interface openctl-none0: ")
@@ -287,7 +109,7 @@ func TestWatchManifestsWithoutInterface(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(logs.String(), "kube-vip: vip_interface openctl-none0: "), "%s", &logs)
 
 	// A changed VIP restarts the emulation.
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "vip.yaml"), []byte(strings.ReplaceAll(kubeVIPDaemonSet(env), "10.0.0.100", "10.0.0.101")), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "vip.yaml"), []byte(strings.ReplaceAll(k3semutest.KubeVIPDaemonSet(env), "10.0.0.100", "10.0.0.101")), 0o600))
 	require.Eventually(t, func() bool {
 		return strings.Contains(logs.String(), "adding 10.0.0.101/32 to openctl-none0")
 	}, 20*time.Second, 50*time.Millisecond, "%s", &logs)
@@ -297,7 +119,7 @@ func TestWatchManifestsWithoutInterface(t *testing.T) {
 	// Edited into an invalid manifest: logged, and the emulation keeps
 	// running with what it had (no restart).
 	restarts := strings.Count(logs.String(), "kube-vip: starting from")
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "vip.yaml"), []byte(strings.ReplaceAll(kubeVIPDaemonSet(env), "10.0.0.100", "10.0.0.300")), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "vip.yaml"), []byte(strings.ReplaceAll(k3semutest.KubeVIPDaemonSet(env), "10.0.0.100", "10.0.0.300")), 0o600))
 	require.Eventually(t, func() bool {
 		return strings.Contains(logs.String(), "keeping the configuration read before")
 	}, 10*time.Second, 50*time.Millisecond, "%s", &logs)

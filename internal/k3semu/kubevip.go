@@ -1,4 +1,4 @@
-package standin
+package k3semu
 
 import (
 	"bufio"
@@ -55,7 +55,7 @@ const (
 
 // ErrNoKubeVIP is returned by ParseKubeVIP, checked with errors.Is, when
 // the manifest holds no kube-vip DaemonSet or Pod.
-var ErrNoKubeVIP = errors.New("standin: no kube-vip container in the manifest")
+var ErrNoKubeVIP = errors.New("no kube-vip container in the manifest")
 
 // ParseKubeVIP finds kube-vip in a manifest (one or more YAML or JSON
 // documents, as k3s reads server/manifests) and returns its configuration:
@@ -72,7 +72,7 @@ func ParseKubeVIP(data []byte) (KubeVIPConfig, error) {
 			return KubeVIPConfig{}, ErrNoKubeVIP
 		}
 		if err != nil {
-			return KubeVIPConfig{}, fmt.Errorf("standin: kube-vip manifest: document %d: %w", i, err)
+			return KubeVIPConfig{}, fmt.Errorf("kube-vip manifest: document %d: %w", i, err)
 		}
 		if len(bytes.TrimSpace(doc)) == 0 {
 			continue
@@ -81,20 +81,20 @@ func ParseKubeVIP(data []byte) (KubeVIPConfig, error) {
 			Kind string `json:"kind"`
 		}
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			return KubeVIPConfig{}, fmt.Errorf("standin: kube-vip manifest: document %d: %w", i, err)
+			return KubeVIPConfig{}, fmt.Errorf("kube-vip manifest: document %d: %w", i, err)
 		}
 		var containers []corev1.Container
 		switch meta.Kind {
 		case "DaemonSet":
 			var ds appsv1.DaemonSet
 			if err := yaml.Unmarshal(doc, &ds); err != nil {
-				return KubeVIPConfig{}, fmt.Errorf("standin: kube-vip manifest: document %d (DaemonSet): %w", i, err)
+				return KubeVIPConfig{}, fmt.Errorf("kube-vip manifest: document %d (DaemonSet): %w", i, err)
 			}
 			containers = ds.Spec.Template.Spec.Containers
 		case "Pod":
 			var pod corev1.Pod
 			if err := yaml.Unmarshal(doc, &pod); err != nil {
-				return KubeVIPConfig{}, fmt.Errorf("standin: kube-vip manifest: document %d (Pod): %w", i, err)
+				return KubeVIPConfig{}, fmt.Errorf("kube-vip manifest: document %d (Pod): %w", i, err)
 			}
 			containers = pod.Spec.Containers
 		default:
@@ -104,7 +104,7 @@ func ParseKubeVIP(data []byte) (KubeVIPConfig, error) {
 			if strings.Contains(c.Image, "kube-vip") && slices.Contains(c.Args, "manager") {
 				cfg, err := kubeVIPFromEnv(c.Env)
 				if err != nil {
-					return KubeVIPConfig{}, fmt.Errorf("standin: kube-vip manifest: document %d (%s), container %q: %w", i, meta.Kind, c.Name, err)
+					return KubeVIPConfig{}, fmt.Errorf("kube-vip manifest: document %d (%s), container %q: %w", i, meta.Kind, c.Name, err)
 				}
 				return cfg, nil
 			}
