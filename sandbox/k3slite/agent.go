@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/openctl/openctl/internal/k3semu"
 	"github.com/openctl/openctl/sandbox/vmhost"
 )
 
@@ -81,13 +82,13 @@ func (n *Network) runAgent(ctx context.Context, c *vmhost.Call, cfg agentConfig,
 			return err
 		}
 	}
-	lb, err := newBalancer(cfg.Server, log)
+	lb, err := k3semu.NewBalancer(cfg.Server, log)
 	if err != nil {
 		return err
 	}
-	sc.http = lb.httpClient(sc.caPEM)
+	sc.http = lb.HTTPClient(sc.caPEM)
 	if list, err := sc.apiServers(ctx); err == nil {
-		lb.update(list)
+		lb.Update(list)
 	} else {
 		log.Warn("Failed to get the list of servers; using --server only", "err", err)
 	}
@@ -97,8 +98,8 @@ func (n *Network) runAgent(ctx context.Context, c *vmhost.Call, cfg agentConfig,
 	if err := writeAgentFiles(f, agentDir, kubeconfig, cfg.Server, sc.caPEM, crt, key); err != nil {
 		return err
 	}
-	restCfg := &rest.Config{Host: cfg.Server, Dial: lb.dial, QPS: 100, Burst: 200, Timeout: 10 * time.Second,
-		TLSClientConfig: rest.TLSClientConfig{CAData: sc.caPEM, CertData: crt, KeyData: key, ServerName: balancerServerName}}
+	restCfg := &rest.Config{Host: cfg.Server, Dial: lb.Dial, QPS: 100, Burst: 200, Timeout: 10 * time.Second,
+		TLSClientConfig: rest.TLSClientConfig{CAData: sc.caPEM, CertData: crt, KeyData: key, ServerName: k3semu.BalancerServerName}}
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return fmt.Errorf("standin: client: %w", err)
@@ -136,7 +137,7 @@ func (n *Network) runAgent(ctx context.Context, c *vmhost.Call, cfg agentConfig,
 				log.Warn("node heartbeat failed", "err", err)
 			}
 			if list, err := sc.apiServers(ctx); err == nil {
-				lb.update(list)
+				lb.Update(list)
 			}
 		}
 	}

@@ -8,7 +8,8 @@ import (
 )
 
 // The messages the provider, its tests and operators see are the
-// stand-in's, word for word: each of these is in both sources.
+// stand-in's, word for word: each of these is in both sources, or in the
+// core they share (internal/k3semu).
 func TestMessagesMatchStandin(t *testing.T) {
 	read := func(dir string) string {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
@@ -28,7 +29,8 @@ func TestMessagesMatchStandin(t *testing.T) {
 		}
 		return b.String()
 	}
-	mine, standin := read("."), read("../../k3s/k3stest/standin")
+	core := read("../../internal/k3semu")
+	mine, standin := read(".")+core, read("../../k3s/k3stest/standin")+core
 	for _, msg := range []string{
 		`"Starting k3s %s (%s)"`,
 		`"Starting k3s agent %s (%s)"`,

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/openctl/openctl/internal/k3semu"
 )
 
 // AgentConfig is what `k3s agent` was asked to do: flags, then K3S_*
@@ -199,13 +201,13 @@ func RunAgent(ctx context.Context, cfg AgentConfig, log *slog.Logger) error {
 		}
 	}
 	// From here on, through the load balancer over the cluster's servers.
-	lb, err := newBalancer(cfg.Server, log)
+	lb, err := k3semu.NewBalancer(cfg.Server, log)
 	if err != nil {
 		return err
 	}
-	sc.http = lb.httpClient(sc.caPEM)
+	sc.http = lb.HTTPClient(sc.caPEM)
 	if list, err := sc.apiServers(ctx); err == nil {
-		lb.update(list)
+		lb.Update(list)
 	} else {
 		log.Warn("Failed to get the list of servers; using --server only", "err", err)
 	}
@@ -219,8 +221,8 @@ func RunAgent(ctx context.Context, cfg AgentConfig, log *slog.Logger) error {
 		return fmt.Errorf("standin: kubelet kubeconfig: %w", err)
 	}
 	restCfg = rest.CopyConfig(restCfg)
-	restCfg.Dial = lb.dial
-	restCfg.TLSClientConfig.ServerName = balancerServerName
+	restCfg.Dial = lb.Dial
+	restCfg.TLSClientConfig.ServerName = k3semu.BalancerServerName
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return fmt.Errorf("standin: client: %w", err)
@@ -258,7 +260,7 @@ func RunAgent(ctx context.Context, cfg AgentConfig, log *slog.Logger) error {
 				log.Warn("node heartbeat failed", "err", err)
 			}
 			if list, err := sc.apiServers(ctx); err == nil {
-				lb.update(list)
+				lb.Update(list)
 			}
 		}
 	}
