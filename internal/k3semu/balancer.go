@@ -94,4 +94,3 @@ func (b *Balancer) HTTPClient(caPEM []byte) *http.Client {
 		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: BalancerServerName},
 	}}
 }
-

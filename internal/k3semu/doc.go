@@ -6,8 +6,16 @@
 // members, VIP network). What k3s does, with sources, is documented in
 // k3s/CONTRACT.md.
 //
-// It holds so far the reading of a kube-vip manifest ([ParseKubeVIP]):
-// what kube-vip's control-plane mode is asked to do, as both twins
-// emulate it. Package k3semutest has the test fixtures both twins' tests
-// use.
+// It holds so far:
+//
+//   - node registration and the fake kubelet: [NodeAgent] registers a
+//     node's Node (labels, taints and roles at first registration),
+//     keeps its Ready condition and Lease ([NodeAgent.Heartbeat]) and
+//     runs its pods ([NodeAgent.RunPods]); [NodeLifecycle] is the node
+//     lifecycle controller's NotReady/unreachable taints;
+//   - the agent-side client load balancer ([Balancer]);
+//   - the reading of a kube-vip manifest ([ParseKubeVIP]): what kube-vip's
+//     control-plane mode is asked to do, as both twins emulate it.
+//
+// Package k3semutest has the test fixtures both twins' tests use.
 package k3semu

@@ -104,11 +104,11 @@ func (n *Network) runAgent(ctx context.Context, c *vmhost.Call, cfg agentConfig,
 	if err != nil {
 		return fmt.Errorf("standin: client: %w", err)
 	}
-	na := &nodeAgent{client: client, log: log, spec: nodeSpec{
+	na := &k3semu.NodeAgent{Client: client, Log: log, Spec: k3semu.NodeSpec{
 		Name: cfg.NodeName, IP: nodeIP, Version: cfg.Version.K3s, Labels: cfg.NodeLabels, Taints: cfg.NodeTaints,
 	}}
 	for {
-		err := na.register(ctx)
+		err := na.Register(ctx)
 		if err == nil {
 			break
 		}
@@ -123,7 +123,7 @@ func (n *Network) runAgent(ctx context.Context, c *vmhost.Call, cfg agentConfig,
 	log.Info("k3s agent is up and running")
 	c.NotifyReady()
 	done := make(chan struct{})
-	go func() { defer close(done); na.runPods(ctx, n.opts.PodSyncInterval) }()
+	go func() { defer close(done); na.RunPods(ctx, n.opts.PodSyncInterval) }()
 	defer func() { cancel(); <-done }()
 	heartbeat := time.NewTicker(n.opts.HeartbeatInterval)
 	defer heartbeat.Stop()
@@ -133,7 +133,7 @@ func (n *Network) runAgent(ctx context.Context, c *vmhost.Call, cfg agentConfig,
 			log.Info("Shutting down k3s agent")
 			return ctx.Err()
 		case <-heartbeat.C:
-			if err := na.heartbeat(ctx); err != nil && ctx.Err() == nil {
+			if err := na.Heartbeat(ctx); err != nil && ctx.Err() == nil {
 				log.Warn("node heartbeat failed", "err", err)
 			}
 			if list, err := sc.apiServers(ctx); err == nil {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/openctl/openctl/internal/k3semu"
 	"github.com/openctl/openctl/sandbox/kubelite"
 	"github.com/openctl/openctl/sandbox/vmhost"
 )
@@ -311,17 +312,17 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg serverConfi
 	if err := checkNodePassword(sctx, client, cfg.NodeName, nodePW); err != nil {
 		return fmt.Errorf("standin: node %s: %w", cfg.NodeName, err)
 	}
-	na := &nodeAgent{client: client, log: log, spec: nodeSpec{
+	na := &k3semu.NodeAgent{Client: client, Log: log, Spec: k3semu.NodeSpec{
 		Name: cfg.NodeName, IP: nodeIP, Version: v.K3s, Labels: cfg.NodeLabels, Taints: cfg.NodeTaints, Server: true,
 	}}
-	if err := na.register(sctx); err != nil {
+	if err := na.Register(sctx); err != nil {
 		return err
 	}
 	log.Info("k3s is up and running")
 	c.NotifyReady()
 
 	wg.Add(3)
-	go func() { defer wg.Done(); na.runPods(sctx, n.opts.PodSyncInterval) }()
+	go func() { defer wg.Done(); na.RunPods(sctx, n.opts.PodSyncInterval) }()
 	go func() { defer wg.Done(); n.watchNodes(sctx, client, cl, m, log) }()
 	go func() {
 		defer wg.Done()
@@ -352,10 +353,10 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg serverConfi
 		case <-syncT.C:
 			sup.syncPasswd()
 		case <-heartbeat.C:
-			if err := na.heartbeat(sctx); err != nil && sctx.Err() == nil {
+			if err := na.Heartbeat(sctx); err != nil && sctx.Err() == nil {
 				log.Warn("node heartbeat failed", "err", err)
 			}
-			if err := nodeLifecycle(sctx, client, grace); err != nil && sctx.Err() == nil {
+			if err := k3semu.NodeLifecycle(sctx, client, grace); err != nil && sctx.Err() == nil {
 				log.Warn("node lifecycle failed", "err", err)
 			}
 		}

@@ -227,11 +227,11 @@ func RunAgent(ctx context.Context, cfg AgentConfig, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("standin: client: %w", err)
 	}
-	n := &nodeAgent{client: client, log: log, spec: nodeSpec{
+	n := &k3semu.NodeAgent{Client: client, Log: log, Spec: k3semu.NodeSpec{
 		Name: cfg.NodeName, IP: nodeIP, Version: cfg.Version.K3s, Labels: cfg.NodeLabels, Taints: cfg.NodeTaints,
 	}}
 	for {
-		err := n.register(ctx)
+		err := n.Register(ctx)
 		if err == nil {
 			break
 		}
@@ -247,7 +247,7 @@ func RunAgent(ctx context.Context, cfg AgentConfig, log *slog.Logger) error {
 	if err := notifyReady(notifySocket); err != nil {
 		log.Warn("systemd notify failed", "err", err)
 	}
-	go n.runPods(ctx)
+	go n.RunPods(ctx, time.Second)
 	heartbeat := time.NewTicker(10 * time.Second)
 	defer heartbeat.Stop()
 	for {
@@ -256,7 +256,7 @@ func RunAgent(ctx context.Context, cfg AgentConfig, log *slog.Logger) error {
 			log.Info("Shutting down k3s agent")
 			return ctx.Err()
 		case <-heartbeat.C:
-			if err := n.heartbeat(ctx); err != nil && ctx.Err() == nil {
+			if err := n.Heartbeat(ctx); err != nil && ctx.Err() == nil {
 				log.Warn("node heartbeat failed", "err", err)
 			}
 			if list, err := sc.apiServers(ctx); err == nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/openctl/openctl/internal/k3semu"
 )
 
 // ServerConfig is what `k3s server` was asked to do. Fields come from flags,
@@ -116,7 +118,7 @@ func serverFlags(cfg *ServerConfig) (fs *pflag.FlagSet, tokenFile, agentTokenFil
 	fs.IntVar(&cfg.EtcdPeerPort, "standin-etcd-peer-port", 2380, "")
 	fs.StringVar(&cfg.NodePasswordFile, "standin-node-password-file", DefaultNodePasswordFile, "")
 	fs.StringVarP(&cfg.Server, "server", "s", "", "")
-	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "standin-node-monitor-grace-period", DefaultNodeMonitorGracePeriod, "")
+	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "standin-node-monitor-grace-period", k3semu.DefaultNodeMonitorGracePeriod, "")
 	fs.StringVarP(&cfg.ConfigFile, "config", "c", DefaultConfigFile, "")
 	fs.StringVar(&cfg.AgentToken, "agent-token", "", "")
 	agentTokenFile = fs.String("agent-token-file", "", "")

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/openctl/openctl/internal/k3semu"
 )
 
 func env(m map[string]string) func(string) (string, bool) {
@@ -46,7 +48,7 @@ func TestParseServerArgs(t *testing.T) {
 	assert.Equal(t, "https://10.0.0.1:6443", cfg.Server)
 	assert.Equal(t, "s3", cfg.Token)
 	assert.Equal(t, "a9", cfg.AgentToken)
-	assert.Equal(t, DefaultNodeMonitorGracePeriod, cfg.NodeMonitorGracePeriod)
+	assert.Equal(t, k3semu.DefaultNodeMonitorGracePeriod, cfg.NodeMonitorGracePeriod)
 	assert.ElementsMatch(t, []string{"disable", "etcd-arg"}, cfg.Ignored)
 	assert.Equal(t, map[string]string{
 		"cluster-cidr": "10.42.0.0/16", "service-cidr": "10.43.0.0/16", "cluster-dns": "10.43.0.10",

@@ -17,6 +17,8 @@ import (
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/openctl/openctl/internal/k3semu"
 )
 
 // RunServer runs `k3s server` until ctx ends: it writes the k3s files,
@@ -213,17 +215,17 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 	if err := checkNodePassword(ctx, client, cfg.NodeName, nodePW); err != nil {
 		return fmt.Errorf("standin: node %s: %w", cfg.NodeName, err)
 	}
-	n := &nodeAgent{client: client, log: log, spec: nodeSpec{
+	n := &k3semu.NodeAgent{Client: client, Log: log, Spec: k3semu.NodeSpec{
 		Name: cfg.NodeName, IP: nodeIP, Version: v.K3s, Labels: cfg.NodeLabels, Taints: cfg.NodeTaints, Server: true,
 	}}
-	if err := n.register(ctx); err != nil {
+	if err := n.Register(ctx); err != nil {
 		return err
 	}
 	log.Info("k3s is up and running")
 	if err := notifyReady(notifySocket); err != nil {
 		log.Warn("systemd notify failed", "err", err)
 	}
-	go n.runPods(ctx)
+	go n.RunPods(ctx, time.Second)
 	go watchNodes(ctx, client, etcd, log)
 	// kube-vip: while server/manifests holds it, this server takes part
 	// in its election (kubevip_run.go). It stops before the API does,
@@ -265,10 +267,10 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 		case <-etcd.Server.StopNotify():
 			return errEtcdStopped
 		case <-heartbeat.C:
-			if err := n.heartbeat(ctx); err != nil && ctx.Err() == nil {
+			if err := n.Heartbeat(ctx); err != nil && ctx.Err() == nil {
 				log.Warn("node heartbeat failed", "err", err)
 			}
-			if err := nodeLifecycle(ctx, client, cfg.NodeMonitorGracePeriod); err != nil && ctx.Err() == nil {
+			if err := k3semu.NodeLifecycle(ctx, client, cfg.NodeMonitorGracePeriod); err != nil && ctx.Err() == nil {
 				log.Warn("node lifecycle failed", "err", err)
 			}
 		}

@@ -1,4 +1,4 @@
-package standin
+package k3semu
 
 import (
 	"context"
@@ -9,9 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 )
 
 // nodeLeaseSeconds is the kubelet's default node lease duration.
@@ -19,54 +17,54 @@ const nodeLeaseSeconds = 40
 
 // renewLease creates or renews kube-node-lease/<node>, owned by the Node,
 // as the kubelet's node lease controller does.
-func (n *nodeAgent) renewLease(ctx context.Context, node *corev1.Node) error {
-	leases := n.client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+func (n *NodeAgent) renewLease(ctx context.Context, node *corev1.Node) error {
+	leases := n.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
 	now := metav1.NewMicroTime(time.Now())
-	lease, err := leases.Get(ctx, n.spec.Name, metav1.GetOptions{})
+	lease, err := leases.Get(ctx, n.Spec.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		lease = &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{
-				Name:      n.spec.Name,
+				Name:      n.Spec.Name,
 				Namespace: corev1.NamespaceNodeLease,
 				OwnerReferences: []metav1.OwnerReference{{
 					APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID,
 				}},
 			},
 			Spec: coordinationv1.LeaseSpec{
-				HolderIdentity:       ptr.To(n.spec.Name),
-				LeaseDurationSeconds: ptr.To[int32](nodeLeaseSeconds),
+				HolderIdentity:       ptrTo(n.Spec.Name),
+				LeaseDurationSeconds: ptrTo[int32](nodeLeaseSeconds),
 				RenewTime:            &now,
 			},
 		}
 		_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("standin: node lease: %w", err)
+			return fmt.Errorf("node lease: %w", err)
 		}
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("standin: node lease: %w", err)
+		return fmt.Errorf("node lease: %w", err)
 	}
-	lease.Spec.HolderIdentity = ptr.To(n.spec.Name)
-	lease.Spec.LeaseDurationSeconds = ptr.To[int32](nodeLeaseSeconds)
+	lease.Spec.HolderIdentity = ptrTo(n.Spec.Name)
+	lease.Spec.LeaseDurationSeconds = ptrTo[int32](nodeLeaseSeconds)
 	lease.Spec.RenewTime = &now
 	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("standin: node lease: %w", err)
+		return fmt.Errorf("node lease: %w", err)
 	}
 	return nil
 }
 
-// runPods is the fake kubelet: every second it marks this node's pending
+// RunPods is the fake kubelet: every interval it marks this node's pending
 // pods Running (all containers started and ready) and deletes its
 // terminating pods with grace period 0, as a kubelet does once their
 // containers have stopped. Enough for kubectl drain and for pods created
 // with spec.nodeName (there is no scheduler).
-func (n *nodeAgent) runPods(ctx context.Context) {
-	t := time.NewTicker(time.Second)
+func (n *NodeAgent) RunPods(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		if err := n.syncPods(ctx); err != nil && ctx.Err() == nil {
-			n.log.Debug("pod sync failed", "err", err)
+			n.Log.Debug("pod sync failed", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -76,24 +74,27 @@ func (n *nodeAgent) runPods(ctx context.Context) {
 	}
 }
 
-func (n *nodeAgent) syncPods(ctx context.Context) error {
-	pods, err := n.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", n.spec.Name).String(),
-	})
+func (n *NodeAgent) syncPods(ctx context.Context) error {
+	// The field selector is what the Node authorizer lets a kubelet list;
+	// the pods are checked here too.
+	pods, err := n.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.Spec.Name})
 	if err != nil {
 		return err
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		api := n.client.CoreV1().Pods(p.Namespace)
+		if p.Spec.NodeName != n.Spec.Name {
+			continue
+		}
+		api := n.Client.CoreV1().Pods(p.Namespace)
 		switch {
 		case p.DeletionTimestamp != nil:
 			err := api.Delete(ctx, p.Name, metav1.DeleteOptions{
-				GracePeriodSeconds: ptr.To[int64](0),
+				GracePeriodSeconds: ptrTo[int64](0),
 				Preconditions:      &metav1.Preconditions{UID: &p.UID},
 			})
 			if err == nil {
-				n.log.Info("Deleted terminating pod", "pod", p.Namespace+"/"+p.Name)
+				n.Log.Info("Deleted terminating pod", "pod", p.Namespace+"/"+p.Name)
 			} else if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 				return err
 			}
@@ -107,14 +108,14 @@ func (n *nodeAgent) syncPods(ctx context.Context) error {
 	return nil
 }
 
-func (n *nodeAgent) setRunning(p *corev1.Pod) {
+func (n *NodeAgent) setRunning(p *corev1.Pod) {
 	now := metav1.Now()
 	p.Status.Phase = corev1.PodRunning
-	p.Status.HostIP = n.spec.IP.String()
-	p.Status.HostIPs = []corev1.HostIP{{IP: n.spec.IP.String()}}
+	p.Status.HostIP = n.Spec.IP.String()
+	p.Status.HostIPs = []corev1.HostIP{{IP: n.Spec.IP.String()}}
 	if p.Spec.HostNetwork {
-		p.Status.PodIP = n.spec.IP.String()
-		p.Status.PodIPs = []corev1.PodIP{{IP: n.spec.IP.String()}}
+		p.Status.PodIP = n.Spec.IP.String()
+		p.Status.PodIPs = []corev1.PodIP{{IP: n.Spec.IP.String()}}
 	}
 	p.Status.StartTime = &now
 	p.Status.Conditions = nil
@@ -128,7 +129,7 @@ func (n *nodeAgent) setRunning(p *corev1.Pod) {
 			Image:   c.Image,
 			ImageID: c.Image,
 			Ready:   true,
-			Started: ptr.To(true),
+			Started: ptrTo(true),
 			State:   corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
 		})
 	}
@@ -144,13 +145,13 @@ const (
 // --node-monitor-grace-period since Kubernetes 1.32.
 const DefaultNodeMonitorGracePeriod = 50 * time.Second
 
-// nodeLifecycle does the part of kube-controller-manager's node lifecycle
+// NodeLifecycle does the part of kube-controller-manager's node lifecycle
 // controller that tests notice (servers run it with the admin client every
 // 10 s): a node whose Lease has not been renewed for grace gets Ready and
 // its other conditions Unknown ("Kubelet stopped posting node status.")
 // and the unreachable NoSchedule and NoExecute taints; a Ready node loses
 // the not-ready and unreachable taints.
-func nodeLifecycle(ctx context.Context, client kubernetes.Interface, grace time.Duration) error {
+func NodeLifecycle(ctx context.Context, client kubernetes.Interface, grace time.Duration) error {
 	leases, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
@@ -230,7 +231,7 @@ func timeAdded(taints []corev1.Taint, key string, effect corev1.TaintEffect, now
 		}
 	}
 	if effect == corev1.TaintEffectNoExecute {
-		return ptr.To(metav1.NewTime(now))
+		return ptrTo(metav1.NewTime(now))
 	}
 	return nil
 }
@@ -246,3 +247,6 @@ func sameTaints(a, b []corev1.Taint) bool {
 	}
 	return true
 }
+
+// ptrTo returns a pointer to v.
+func ptrTo[T any](v T) *T { return &v }
