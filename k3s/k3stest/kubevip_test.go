@@ -23,56 +23,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/openctl/openctl/internal/k3semu/k3semutest"
 	"github.com/openctl/openctl/k3s/k3stest"
 )
 
-// kubeVIPYAML is kube-vip as a control-plane DaemonSet, the shape the K3s
-// provider writes to server/manifests (k3s/kubevip.go; RBAC left out: the
-// stand-in applies no manifests, it only reads kube-vip's configuration).
+// kubeVIPYAML is kube-vip as a control-plane DaemonSet for vip on iface,
+// the shape the K3s provider writes to server/manifests, with kube-vip's
+// default timings.
 func kubeVIPYAML(vip, iface string) string {
-	return `apiVersion: v1
-kind: ServiceAccount
-metadata:
-  name: kube-vip
-  namespace: kube-system
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: kube-vip-ds
-  namespace: kube-system
-spec:
-  selector:
-    matchLabels:
-      app.kubernetes.io/name: kube-vip-ds
-  template:
-    metadata:
-      labels:
-        app.kubernetes.io/name: kube-vip-ds
-    spec:
-      hostNetwork: true
-      serviceAccountName: kube-vip
-      containers:
-        - name: kube-vip
-          image: ghcr.io/kube-vip/kube-vip:v0.8.9
-          args: ["manager"]
-          securityContext:
-            capabilities:
-              add: ["NET_ADMIN", "NET_RAW", "SYS_TIME"]
-          env:
-            - {name: address, value: "` + vip + `"}
-            - {name: port, value: "6443"}
-            - {name: vip_interface, value: "` + iface + `"}
-            - {name: vip_arp, value: "true"}
-            - {name: vip_subnet, value: "32"}
-            - {name: cp_enable, value: "true"}
-            - {name: cp_namespace, value: "kube-system"}
-            - {name: vip_leaderelection, value: "true"}
-            - {name: vip_leasename, value: "plndr-cp-lock"}
-            - {name: vip_leaseduration, value: "5"}
-            - {name: vip_renewdeadline, value: "3"}
-            - {name: vip_retryperiod, value: "1"}
-`
+	return k3semutest.KubeVIPDaemonSet(k3semutest.KubeVIPEnv(vip, iface, 5, 3, 1))
 }
 
 const (
