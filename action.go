@@ -17,7 +17,7 @@ import (
 // Do runs a provider action (start, stop, logs, ...) on a resource. args
 // are checked against the action's spec (see registry.ActionSpec.CheckArgs);
 // streamed output goes to out (nil discards it). A kind that reads its
-// prior state gets it (registry.Prior), as for Get. The steps the action
+// prior state gets it (registry.Call.Prior), as for Get. The steps the action
 // reports (registry.Call.ReportStep) reach the observer as EventStep events
 // whose Op is the action's name.
 //

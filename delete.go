@@ -177,17 +177,15 @@ func (e *Engine) deleteOne(ctx context.Context, n *node, p *progress) error {
 	ctx = withCall(ctx, func(c *registry.Call) {
 		c.Step = func(step string) { e.emit(Event{Type: EventStep, ID: id, Op: "delete", Step: step}) }
 		c.Children = newChildLog(e, id)
-	})
-	ctx, err := e.withPrior(ctx, id)
-	if err != nil {
-		return wrapf(err, "delete %s", id.Short())
-	}
-	ctx = withCall(ctx, func(c *registry.Call) {
 		c.Cascade = n.cascade
 		if n.parent != nil {
 			c.Parent = n.parent.DeepCopy()
 		}
 	})
+	ctx, err := e.withPrior(ctx, id)
+	if err != nil {
+		return wrapf(err, "delete %s", id.Short())
+	}
 	// A resource that is already gone is reported as unchanged, not as
 	// deleted: nothing was deleted. A recorded resource with children is
 	// deleted without reading it first: its children went first, and with

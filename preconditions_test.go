@@ -60,7 +60,7 @@ func (s *unlockingStore) Unlock(ctx context.Context) error {
 	return s.err
 }
 
-// ownerProvider records registry.Owner of every Get, Apply, Delete and
+// ownerProvider records registry.Call.Owner of every Get, Apply, Delete and
 // Diff call.
 type ownerProvider struct {
 	*testProvider
@@ -111,7 +111,7 @@ func (p *ownerProvider) seen() map[string][]string {
 
 // TestOwnerReachesEveryProviderCall: with a store that has an identity,
 // every Get (the $ref reads included), Apply, Diff and Delete of Apply,
-// Plan and Delete sees it as registry.Owner, read once per operation.
+// Plan and Delete sees it as registry.Call.Owner, read once per operation.
 func TestOwnerReachesEveryProviderCall(t *testing.T) {
 	ctx := t.Context()
 	p := newOwnerProvider()

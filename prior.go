@@ -22,7 +22,7 @@ func (g getter) Get(ctx context.Context, id manifest.ID) (*manifest.Resource, er
 	return g.e.reg.Get(ctx, id)
 }
 
-// withPrior returns ctx carrying id's record as registry.Prior when id's
+// withPrior returns ctx carrying id's record as registry.Call.Prior when id's
 // kind reads it and the state has one.
 func (e *Engine) withPrior(ctx context.Context, id manifest.ID) (context.Context, error) {
 	_, kind, err := e.reg.Lookup(id)

@@ -10,6 +10,7 @@ import (
 	"go/token"
 	"go/types"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"regexp"
@@ -91,13 +92,7 @@ func snippetFile(s snippet) (src string, bodyLine int) {
 			used[name] = true
 		}
 	}
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range used {
-			if !yield(n) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(used)) {
 		fmt.Fprintf(&b, "\t%s %q\n", name, readmePackages[name])
 	}
 	b.WriteString(")\n\n")

@@ -48,7 +48,7 @@ func requireConfigErrors(t *testing.T, what string, err error) {
 	for _, e := range parts {
 		var ce *errcode.InputError
 		if !errors.As(e, &ce) || ce != e {
-			t.Fatalf("%s: %T is not a *config.Error: %v", what, e, e)
+			t.Fatalf("%s: %T is not a *errcode.InputError: %v", what, e, e)
 		}
 		if !errors.Is(e, errcode.Invalid) || errcode.Of(e) != errcode.Invalid {
 			t.Fatalf("%s: not errcode.Invalid: %v", what, e)

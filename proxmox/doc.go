@@ -48,7 +48,7 @@
 // "openctl" and a marker line at the end of its description; a VM with the
 // same name but without the marker is an ALREADY_EXISTS error and is never
 // adopted, changed or deleted. The marker names the owner: the identity
-// of the state store the engine records into (registry.Owner). A VM whose
+// of the state store the engine records into (registry.Call.Owner). A VM whose
 // marker names another owner is ALREADY_EXISTS for Apply, Delete and
 // actions, so two openctl installations with different state stores never
 // adopt, change or delete each other's VMs; a marker without an owner

@@ -139,7 +139,7 @@ func TestDuplicateNamesAreToldApartByOwner(t *testing.T) {
 // (two CI runners configured differently) against one Proxmox: the first
 // creates the VM; the second gets ALREADY_EXISTS naming the other state,
 // creates nothing and cannot delete the first one's VM. The engine hands
-// each store's identity to the provider (registry.Owner).
+// each store's identity to the provider (registry.Call.Owner).
 func TestTwoStoresOneVMPerName(t *testing.T) {
 	srv := proxmoxtest.NewTestServer(t, proxmoxtest.WithLatencies(fastLatencies))
 	a := engineWithStore(t, newProvider(t, srv, nil), state.NewMemory())

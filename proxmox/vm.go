@@ -40,7 +40,7 @@ func namedVMs(rs []clusterResource, name string) []*clusterResource {
 	return found
 }
 
-// pickVM finds the VM named name for the caller (registry.Owner); nil if
+// pickVM finds the VM named name for the caller (registry.Call.Owner); nil if
 // there is none. Several VMs of one name (two openctl installations with
 // different state stores created it at once) are told apart by the owner
 // their markers name: the caller's, else the one no owner claims. When

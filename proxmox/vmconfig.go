@@ -38,7 +38,7 @@ func newVMConfig(m map[string]any) vmConfig {
 //	managed-by: openctl; template-name=T; owner=O; provisioning (do not edit this line)
 //
 // owner (the identity of the state store that created or adopted the VM,
-// registry.Owner) and provisioning (the creation is not finished) are
+// registry.Call.Owner) and provisioning (the creation is not finished) are
 // there only when they apply.
 const (
 	managedTag    = "openctl"

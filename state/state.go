@@ -88,7 +88,7 @@ func (r *Record) Resource() *manifest.Resource {
 // Revealed returns the record as a manifest like Resource, with its
 // secret fields (Secrets) put back in clear at their paths under spec and
 // status: the resource as it was last applied. It is for the provider
-// that made the resource (registry.Prior), never for output.
+// that made the resource (registry.Call.Prior), never for output.
 func (r *Record) Revealed() *manifest.Resource {
 	res := r.Resource()
 	for path, v := range r.Secrets {

@@ -44,7 +44,7 @@ type Options struct {
 //
 // It calls the provider as the engine would: for kinds that read their
 // prior state (Kind.ReadsPrior) every Get and Delete carries what the
-// last Apply returned (registry.WithPrior); a composite kind's children
+// last Apply returned (registry.Call.Prior); a composite kind's children
 // (Planner) are applied before it, in order, their $refs to each other
 // resolved through Get, and deleted after it in reverse order.
 func RunConformance(t *testing.T, p registry.Provider, opts Options) {
