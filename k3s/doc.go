@@ -12,8 +12,9 @@
 //
 // The k3s behaviour the provider relies on (the installer, tokens, flags
 // and config files, readiness, etcd membership, upgrades, kube-vip) is
-// written down with its sources in CONTRACT.md, beside this package; code
-// comments cite its sections.
+// written down with its sources in internal/k3semu/CONTRACT.md, beside
+// the k3s emulator both test twins share; code comments cite its
+// sections.
 //
 // # Kinds (k3s.openctl.io/v1)
 //

@@ -17,7 +17,7 @@ import (
 )
 
 // testInstaller is an install script shaped as k3s's install.sh behaves
-// for what openctl uses (CONTRACT.md §1): INSTALL_K3S_VERSION, the
+// for what openctl uses (internal/k3semu/CONTRACT.md §1): INSTALL_K3S_VERSION, the
 // command and flags as arguments, INSTALL_K3S_SKIP_START, K3S_* variables
 // copied into the service's environment file (0600), the binary
 // downloaded and checked against sha256sum-amd64.txt, kubectl linked to

@@ -52,7 +52,7 @@ func (a k3sVersion) less(b k3sVersion) bool {
 }
 
 // checkUpgrade refuses what Kubernetes' version-skew policy and k3s's
-// upgrade rules forbid (CONTRACT.md §5): a downgrade, and skipping a
+// upgrade rules forbid (internal/k3semu/CONTRACT.md §5): a downgrade, and skipping a
 // minor version.
 func checkUpgrade(name, have, want string) error {
 	h, ok1 := parseK3sVersion(have)
@@ -99,7 +99,7 @@ func (r *rollout) fail(why string) {
 }
 
 // upgradeNode upgrades a node's k3s from have to s.K3s.Version through its
-// agent, as CONTRACT.md §5 orders it: an agent only once every server
+// agent, as internal/k3semu/CONTRACT.md §5 orders it: an agent only once every server
 // runs the new version, spec.upgrade.concurrency agents at a time; cordon and drain (the spec's
 // policy), POST /v1/upgrade/k3s — the agent swaps the binary, restarts k3s
 // and rolls back when its health gate fails — then the Node Ready in the

@@ -30,6 +30,8 @@ type Balancer struct {
 // BalancerServerName is the TLS name the agent checks on every server.
 const BalancerServerName = "kubernetes"
 
+// NewBalancer balances over server (the agent's --server) until
+// [Balancer.Update] gives the cluster's servers.
 func NewBalancer(server string, log *slog.Logger) (*Balancer, error) {
 	u, err := url.Parse(server)
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 // mode, read from its container's environment (kube-vip's own variable
 // names; kv/docs: address, port, vip_interface, vip_arp, vip_subnet,
 // cp_enable, cp_namespace, vip_leaderelection, vip_leasename and the three
-// lease timings). It is comparable with ==, which is how the stand-in sees
+// lease timings). It is comparable with ==, which is how the twins see
 // that a rewritten manifest changed. Safe for concurrent use (a value).
 type KubeVIPConfig struct {
 	Address        netip.Addr // address (or vip_address): the VIP
@@ -43,7 +43,7 @@ type KubeVIPConfig struct {
 // Prefix is the VIP with its prefix length, as it goes on the interface.
 func (c KubeVIPConfig) Prefix() netip.Prefix { return netip.PrefixFrom(c.Address, c.Subnet) }
 
-// kube-vip's defaults for the variables the stand-in reads.
+// kube-vip's defaults for the variables the twins read.
 const (
 	kubeVIPDefaultPort      = 6443
 	kubeVIPDefaultNamespace = "kube-system"

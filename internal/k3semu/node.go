@@ -166,3 +166,20 @@ func (n *NodeAgent) setStatus(node *corev1.Node) {
 		Architecture:            runtime.GOARCH,
 	}
 }
+
+// RegisterServer checks a server's node password (recorded on its
+// first start) and registers its Node with the server roles, as a k3s
+// server does once its API answers; it logs "k3s is up and running".
+func RegisterServer(ctx context.Context, client kubernetes.Interface, cfg ServerConfig, nodeIP net.IP, nodePassword string, log *slog.Logger) (*NodeAgent, error) {
+	if err := CheckNodePassword(ctx, client, cfg.NodeName, nodePassword); err != nil {
+		return nil, fmt.Errorf("standin: node %s: %w", cfg.NodeName, err)
+	}
+	na := &NodeAgent{Client: client, Log: log, Spec: NodeSpec{
+		Name: cfg.NodeName, IP: nodeIP, Version: cfg.Version.K3s, Labels: cfg.NodeLabels, Taints: cfg.NodeTaints, Server: true,
+	}}
+	if err := na.Register(ctx); err != nil {
+		return nil, err
+	}
+	log.Info("k3s is up and running")
+	return na, nil
+}

@@ -1,6 +1,6 @@
 // Package kubeconfig turns the kubeconfig a k3s server writes into one a
 // user can use, keeps it in the user's kubeconfig file, and checks the
-// cluster through it: the K3s provider's kubeconfig step (k3s/CONTRACT.md
+// cluster through it: the K3s provider's kubeconfig step (internal/k3semu/CONTRACT.md
 // §3).
 //
 //	raw, err := host.ReadFile(ctx, "/etc/rancher/k3s/k3s.yaml") // as root

@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/openctl/openctl/internal/k3semu"
 	"github.com/openctl/openctl/sandbox/vmhost"
 )
 
@@ -25,7 +26,7 @@ func (n *Network) main(ctx context.Context, c *vmhost.Call) int {
 	if binFile == "" {
 		binFile = lookPath(c, args[0])
 	}
-	v := version{K3s: DefaultVersion, Commit: commitFor(DefaultVersion)}
+	v := k3semu.Version{K3s: DefaultVersion, Commit: k3semu.CommitFor(DefaultVersion)}
 	if binFile != "" {
 		if b, err := c.ReadFile(binFile); err == nil {
 			pv, err := parseBinary(b)
@@ -53,7 +54,7 @@ func (n *Network) main(ctx context.Context, c *vmhost.Call) int {
 		return 1
 	}
 	if len(args) < 2 {
-		fmt.Fprint(c.Stderr, usage)
+		fmt.Fprint(c.Stderr, k3semu.Usage)
 		return 1
 	}
 	switch args[1] {
@@ -61,13 +62,13 @@ func (n *Network) main(ctx context.Context, c *vmhost.Call) int {
 		fmt.Fprint(c.Stdout, v.String())
 		return 0
 	case "--help", "-h", "help":
-		fmt.Fprint(c.Stdout, usage)
+		fmt.Fprint(c.Stdout, k3semu.Usage)
 		return 0
 	case "kubectl":
 		return n.runKubectl(ctx, c, args[2:], lookupEnv)
 	case "server":
-		log := newLogger(c.Stderr)
-		cfg, err := parseServerArgs(f, args[2:], lookupEnv)
+		log := k3semu.NewLogger(c.Stderr)
+		cfg, err := k3semu.ParseServerArgs(f, args[2:], lookupEnv)
 		if err != nil {
 			log.Error(err.Error())
 			return 1
@@ -77,32 +78,32 @@ func (n *Network) main(ctx context.Context, c *vmhost.Call) int {
 			log.Warn(w)
 		}
 		if err := n.runServer(ctx, c, cfg, log); err != nil && !errors.Is(err, context.Canceled) {
-			fatal(log, err.Error())
+			k3semu.Fatal(log, err.Error())
 			return 1
 		}
 		return 0
 	case "agent":
-		log := newLogger(c.Stderr)
-		cfg, err := parseAgentArgs(f, args[2:], lookupEnv)
+		log := k3semu.NewLogger(c.Stderr)
+		cfg, err := k3semu.ParseAgentArgs(f, args[2:], lookupEnv)
 		if err != nil {
-			fatal(log, err.Error())
+			k3semu.Fatal(log, err.Error())
 			return 1
 		}
 		cfg.Version = v
 		if err := n.runAgent(ctx, c, cfg, log); err != nil && !errors.Is(err, context.Canceled) {
-			fatal(log, err.Error())
+			k3semu.Fatal(log, err.Error())
 			return 1
 		}
 		return 0
 	case "token":
 		return n.runTokenCmd(ctx, c, args[2:], lookupEnv)
 	case "certificate":
-		return n.runCertificateCmd(ctx, c, args[2:], lookupEnv)
+		return k3semu.CertificateCmd(f, args[2:], lookupEnv, c.Stderr)
 	case "etcd-snapshot", "secrets-encrypt", "check-config", "crictl", "ctr":
 		fmt.Fprintf(c.Stderr, "k3s %s: not implemented by the stand-in yet\n", args[1])
 		return 1
 	}
-	fmt.Fprintf(c.Stderr, "k3s: unknown command %q\n%s", args[1], usage)
+	fmt.Fprintf(c.Stderr, "k3s: unknown command %q\n%s", args[1], k3semu.Usage)
 	return 1
 }
 
@@ -122,20 +123,3 @@ func lookPath(c *vmhost.Call, name string) string {
 	}
 	return ""
 }
-
-const usage = `NAME:
-   k3s - Kubernetes, but small and simple (openctl test stand-in)
-
-USAGE:
-   k3s [global options] command [command options] [arguments...]
-
-COMMANDS:
-   server   Run management server
-   agent    Run node agent
-   kubectl  Run kubectl
-   token    Manage tokens (create, list, delete, generate, rotate)
-   certificate rotate  Rotate the leaf certificates (k3s stopped)
-
-GLOBAL OPTIONS:
-   --version, -v  print the version
-`

@@ -3,9 +3,11 @@
 // sandbox/kubelite in place of the kube-apiserver and a [Network] in
 // place of etcd. It follows the same contract as the heavy stand-in
 // (k3s/k3stest/standin, built on the real kube-apiserver and etcd),
-// written down in k3s/CONTRACT.md, and mirrors its behaviour and messages,
-// so that the provider gets the same results, statuses and errors from
-// both.
+// written down in internal/k3semu/CONTRACT.md, and shares the k3s
+// behaviour itself with it (package internal/k3semu), so that the
+// provider gets the same results, statuses and errors from both; this
+// package holds only its substrate: the simulated host's file system and
+// network, kubelite and the in-memory datastore.
 //
 //	n := k3slite.NewNetwork(k3slite.NetworkOptions{Logger: log})
 //	defer n.Close()

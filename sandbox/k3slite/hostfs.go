@@ -15,7 +15,7 @@ import (
 	"github.com/openctl/openctl/sandbox/vmhost"
 )
 
-// hostFS is the file system of the host a k3s program runs on, as the
+// hostFS is the FS of the host a k3s program runs on: the file system of the host a k3s program runs on, as the
 // program's user sees it (root when empty): reads go through the host's
 // file system, writes through its shell (mkdir, chmod, mv, ln), so that
 // every path stays confined to the host and a user's rights apply.
@@ -31,7 +31,7 @@ func (f hostFS) root() bool { return f.user == "" || f.user == "root" }
 
 func rel(p string) string { return strings.TrimPrefix(path.Clean("/"+p), "/") }
 
-func (f hostFS) readFile(p string) ([]byte, error) {
+func (f hostFS) ReadFile(p string) ([]byte, error) {
 	if !f.root() {
 		b, err := (&vmhost.Call{Host: f.h, User: f.user, Dir: "/"}).ReadFile(p)
 		if err != nil {
@@ -60,12 +60,12 @@ func unwrapPath(err error) error {
 	return err
 }
 
-func (f hostFS) exists(p string) bool {
+func (f hostFS) Exists(p string) bool {
 	_, err := fs.Stat(f.h.FS(), rel(p))
 	return err == nil
 }
 
-func (f hostFS) readDir(p string) ([]fs.DirEntry, error) {
+func (f hostFS) ReadDir(p string) ([]fs.DirEntry, error) {
 	return fs.ReadDir(f.h.FS(), rel(p))
 }
 
@@ -90,16 +90,16 @@ func (f hostFS) sh(script string, stdin io.Reader) error {
 // q quotes s for the shell.
 func q(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// writeFile writes data to p atomically with mode perm, creating parents.
-func (f hostFS) writeFile(p string, data []byte, perm os.FileMode) error {
+// WriteFile writes data to p atomically with mode perm, creating parents.
+func (f hostFS) WriteFile(p string, data []byte, perm os.FileMode) error {
 	p = path.Clean(p)
 	tmp := p + ".tmp"
 	return f.sh(fmt.Sprintf("mkdir -p %s && cat > %s && chmod %04o %s && mv -f %s %s",
 		q(path.Dir(p)), q(tmp), perm.Perm(), q(tmp), q(tmp), q(p)), bytes.NewReader(data))
 }
 
-// mkdirAll creates directories with mode perm.
-func (f hostFS) mkdirAll(perm os.FileMode, dirs ...string) error {
+// MkdirAll creates directories with mode perm.
+func (f hostFS) MkdirAll(perm os.FileMode, dirs ...string) error {
 	var b strings.Builder
 	for _, d := range dirs {
 		fmt.Fprintf(&b, "mkdir -p -m %04o %s\n", perm.Perm(), q(d))
@@ -107,15 +107,18 @@ func (f hostFS) mkdirAll(perm os.FileMode, dirs ...string) error {
 	return f.sh(b.String(), nil)
 }
 
-// symlink makes link point at target, replacing what was there.
-func (f hostFS) symlink(target, link string) error {
+// Symlink makes link point at target, replacing what was there.
+func (f hostFS) Symlink(target, link string) error {
 	return f.sh("ln -sf "+q(target)+" "+q(link), nil)
 }
 
-func (f hostFS) remove(paths ...string) error {
+func (f hostFS) Remove(paths ...string) error {
 	var qs []string
 	for _, p := range paths {
 		qs = append(qs, q(p))
 	}
 	return f.sh("rm -f "+strings.Join(qs, " "), nil)
 }
+
+// Hostname is the host's name.
+func (f hostFS) Hostname() (string, error) { return f.h.Hostname(), nil }

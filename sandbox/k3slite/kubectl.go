@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/util/jsonpath"
 	"sigs.k8s.io/yaml"
 
+	"github.com/openctl/openctl/internal/k3semu"
 	"github.com/openctl/openctl/sandbox/vmhost"
 )
 
@@ -268,9 +269,9 @@ func (n *Network) kubectlConfig(f hostFS, flag string, lookupEnv func(string) (s
 	if file == "" {
 		if v, ok := lookupEnv("KUBECONFIG"); ok && v != "" {
 			file = strings.Split(v, ":")[0]
-		} else if f.exists(DefaultKubeconfig) {
-			file = DefaultKubeconfig
-		} else if home, ok := lookupEnv("HOME"); ok && f.exists(path.Join(home, ".kube", "config")) {
+		} else if f.Exists(k3semu.DefaultKubeconfig) {
+			file = k3semu.DefaultKubeconfig
+		} else if home, ok := lookupEnv("HOME"); ok && f.Exists(path.Join(home, ".kube", "config")) {
 			file = path.Join(home, ".kube", "config")
 		}
 	}
@@ -278,7 +279,7 @@ func (n *Network) kubectlConfig(f hostFS, flag string, lookupEnv func(string) (s
 	if file == "" {
 		kc = clientcmdapi.NewConfig()
 	} else {
-		data, err := f.readFile(file)
+		data, err := f.ReadFile(file)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, "", fmt.Errorf("stat %s: no such file or directory", file)
 		}
@@ -293,7 +294,7 @@ func (n *Network) kubectlConfig(f hostFS, flag string, lookupEnv func(string) (s
 			if !path.IsAbs(p) {
 				p = path.Join(dir, p)
 			}
-			return f.readFile(p)
+			return f.ReadFile(p)
 		}
 		for _, cl := range kc.Clusters {
 			if cl.CertificateAuthority != "" {

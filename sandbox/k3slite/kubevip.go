@@ -2,415 +2,76 @@ package k3slite
 
 import (
 	"context"
-	"crypto/sha256"
-	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"log/slog"
 	"net"
-	"path"
-	"slices"
-	"strings"
-	"sync"
+	"net/netip"
 	"time"
 
-	"github.com/go-logr/logr"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/klog/v2"
 
 	"github.com/openctl/openctl/internal/k3semu"
 	"github.com/openctl/openctl/sandbox/vmhost"
 )
 
-// manifestPoll is how often server/manifests is read.
+// manifestPoll is how often server/manifests is read (or the pod sync
+// interval when that is shorter).
 const manifestPoll = time.Second
 
-// kubeVIPAnnouncements is how many gratuitous ARP rounds follow taking the
-// VIP, one per retry period.
-const kubeVIPAnnouncements = 3
-
-// watchManifests polls dir (server/manifests) until ctx ends. Every file
-// k3s would apply (*.yaml, *.yml, *.json, subdirectories included) is recorded in the log when it
-// appears, changes or goes; the stand-in applies none of them. While one
-// of them holds kube-vip (k3semu.ParseKubeVIP) with cp_enable and
-// vip_leaderelection, it runs the kube-vip emulation (kubeVIP) with that
-// configuration: a changed configuration restarts it, a removed manifest
-// stops it (releasing the VIP and the Lease). It returns after stopping
-// the emulation, so the caller keeps the API up until then.
+// watchManifests runs kube-vip from server/manifests (k3semu.KubeVIPWatch)
+// on h until ctx ends: the VIP goes on the simulated host's interface,
+// and its leader listens on the VIP, passing connections to apiHost (its
+// own API).
 func (n *Network) watchManifests(ctx context.Context, h *vmhost.Host, dir, node string, nodeIP net.IP, apiHost string, client kubernetes.Interface, log *slog.Logger) {
-	f := hostFS{h: h}
-	type parsed struct {
-		sum [32]byte
-		cfg k3semu.KubeVIPConfig
-		err error
+	w := &k3semu.KubeVIPWatch{
+		FS: hostFS{h: h}, Dir: dir, Node: node, NodeIP: nodeIP, Client: client, Log: log,
+		Net:  hostVIPNet{h},
+		Poll: min(manifestPoll, n.opts.PodSyncInterval),
+		Listen: func(cfg k3semu.KubeVIPConfig) (io.Closer, error) {
+			return n.listenVIP(cfg.Address, cfg.Port, apiHost, node)
+		},
+		Released: n.vipReleased,
 	}
-	seen := map[string]parsed{}
-	var (
-		running  bool
-		current  k3semu.KubeVIPConfig
-		stop     context.CancelFunc
-		done     chan struct{}
-		warnedOn k3semu.KubeVIPConfig
-		dirErr   string // the last error reading dir, logged once
-	)
-	halt := func() {
-		if running {
-			stop()
-			<-done
-			running = false
-		}
-	}
-	defer halt()
-	tick := time.NewTicker(min(manifestPoll, n.opts.PodSyncInterval))
-	defer tick.Stop()
-	for {
-		files, err := manifestFiles(f, dir)
-		if msg := fmt.Sprint(err); err != nil && msg != dirErr {
-			log.Warn("reading manifests", "dir", dir, "err", err)
-			dirErr = msg
-		} else if err == nil {
-			dirErr = ""
-		}
-		var (
-			want  k3semu.KubeVIPConfig
-			from  string
-			found bool
-		)
-		for _, file := range files {
-			data, err := f.readFile(file)
-			if err != nil {
-				continue // removed meanwhile; seen next round
-			}
-			sum := sha256.Sum256(data)
-			p, ok := seen[file]
-			if !ok || p.sum != sum {
-				prev := p
-				p = parsed{sum: sum}
-				p.cfg, p.err = k3semu.ParseKubeVIP(data)
-				log.Info("Recorded manifest " + file + " (the k3s stand-in does not apply manifests)")
-				if p.err != nil && !errors.Is(p.err, k3semu.ErrNoKubeVIP) {
-					log.Error(fmt.Sprintf("kube-vip: %s: %v", file, p.err))
-					// k3s fails to apply such a file and leaves what it
-					// applied before running.
-					if ok && prev.err == nil {
-						p.cfg, p.err = prev.cfg, nil
-						log.Warn("kube-vip: " + file + ": keeping the configuration read before")
-					}
-				}
-				seen[file] = p
-			}
-			if p.err != nil {
-				continue
-			}
-			if !found {
-				want, from, found = p.cfg, file, true
-			} else if !ok || p.sum != sum {
-				log.Warn("kube-vip: " + file + " ignored: " + from + " already configures kube-vip")
-			}
-		}
-		for f := range seen {
-			if !slices.Contains(files, f) {
-				delete(seen, f)
-				log.Info("Manifest " + f + " removed")
-			}
-		}
-		if found && (!want.ControlPlane || !want.LeaderElection) {
-			if want != warnedOn {
-				warnedOn = want
-				log.Warn("kube-vip: " + from + ": only the control-plane VIP with leader election (cp_enable and vip_leaderelection true) is emulated; not starting it")
-			}
-			found = false
-		}
-		if running && (!found || want != current) {
-			log.Info("kube-vip: configuration removed or changed; stopping")
-			halt()
-		}
-		if found && !running {
-			kctx, cancel := context.WithCancel(ctx)
-			k := &kubeVIP{n: n, h: h, apiHost: apiHost, cfg: want, node: node, nodeIP: nodeIP, client: client, log: log}
-			running, current, stop, done = true, want, cancel, make(chan struct{})
-			log.Info(fmt.Sprintf("kube-vip: starting from %s: VIP %s on %s, port %d, leader election through Lease %s/%s (lease %s, renew deadline %s, retry %s)",
-				from, want.Prefix(), k.ifaceName(), want.Port, want.Namespace, want.LeaseName, want.LeaseDuration, want.RenewDeadline, want.RetryPeriod))
-			go func(done chan struct{}) {
-				defer close(done)
-				k.run(kctx)
-			}(done)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	w.Run(ctx)
 }
 
-// manifestFiles lists the files under dir, subdirectories included, that
-// k3s's deploy controller reads, in lexical order.
-func manifestFiles(f hostFS, dir string) ([]string, error) {
-	var out []string
-	root := rel(dir)
-	err := fs.WalkDir(f.h.FS(), root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == root {
-				return err
-			}
-			return nil // a subdirectory that went away meanwhile
-		}
-		switch strings.ToLower(path.Ext(p)) {
-		case ".yaml", ".yml", ".json":
-			if d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0 {
-				out = append(out, "/"+p)
-			}
-		}
-		return nil
-	})
-	return out, err
-}
+// hostVIPNet is a simulated host's network as kube-vip changes it.
+type hostVIPNet struct{ h *vmhost.Host }
 
-// kubeVIP emulates kube-vip's control-plane mode on one server: leader
-// election through a coordination.k8s.io/v1 Lease (client-go's
-// leaderelection, as kube-vip uses it; identity: the node name), and on
-// the leader the VIP on the interface plus gratuitous ARP. Losing the
-// lease or stopping removes the VIP. Its methods are safe for concurrent
-// use; run is called once.
-type kubeVIP struct {
-	n       *Network
-	h       *vmhost.Host
-	apiHost string // host:port of this server's API, where the VIP leads
-	cfg     k3semu.KubeVIPConfig
-	node    string
-	nodeIP  net.IP
-	client  kubernetes.Interface
-	log     *slog.Logger
-
-	mu        sync.Mutex // guards the fields below
-	leading   bool       // between OnStartedLeading and OnStoppedLeading
-	term      int        // counts OnStartedLeading calls
-	stopping  bool       // run's ctx ended: never add the VIP again
-	announced int        // gratuitous ARP rounds since the VIP was added
-	lastErr   string     // the last error logged, to log each error once
-	proxy     *vipProxy  // the VIP's listener while this node holds it
-}
-
-// run elects until ctx ends, then removes the VIP and releases the Lease
-// (in that order, so that the next leader never overlaps with this one).
-func (k *kubeVIP) run(ctx context.Context) {
-	k.mu.Lock()
-	k.removeLocked("it is left from an earlier run and this node is not the leader")
-	k.mu.Unlock()
-	// The elector outlives ctx by the release of the Lease.
-	// kube-vip logs in its own pod, not in k3s's journal.
-	ectx, cancel := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), logr.Discard()))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ectx.Err() == nil {
-			le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-				Lock: &resourcelock.LeaseLock{
-					LeaseMeta:  metav1.ObjectMeta{Namespace: k.cfg.Namespace, Name: k.cfg.LeaseName},
-					Client:     k.client.CoordinationV1(),
-					LockConfig: resourcelock.ResourceLockConfig{Identity: k.node},
-				},
-				LeaseDuration:   k.cfg.LeaseDuration,
-				RenewDeadline:   k.cfg.RenewDeadline,
-				RetryPeriod:     k.cfg.RetryPeriod,
-				ReleaseOnCancel: true,
-				Name:            "kube-vip",
-				Callbacks: leaderelection.LeaderCallbacks{
-					OnStartedLeading: k.lead,
-					OnStoppedLeading: k.stopLeading,
-					OnNewLeader: func(id string) {
-						if id != k.node {
-							k.log.Info("kube-vip: node " + id + " is the leader")
-						}
-					},
-				},
-			})
-			if err != nil {
-				k.log.Error("kube-vip: " + err.Error())
-				return
-			}
-			le.Run(ectx)
-			// kube-vip exits when it loses the lease and its pod restarts;
-			// here the election starts again after a retry period.
-			select {
-			case <-ectx.Done():
-			case <-time.After(k.cfg.RetryPeriod):
-			}
-		}
-	}()
-	<-ctx.Done()
-	k.mu.Lock()
-	k.stopping = true
-	k.removeLocked("kube-vip is stopping")
-	k.mu.Unlock()
-	cancel()
-	<-done
-}
-
-// lead holds the VIP while lctx lasts: added at once, checked every retry
-// period (and put back if it went missing), announced by gratuitous ARP
-// kubeVIPAnnouncements times.
-func (k *kubeVIP) lead(lctx context.Context) {
-	k.mu.Lock()
-	if lctx.Err() != nil { // the term ended before this callback ran
-		k.mu.Unlock()
-		return
-	}
-	k.term++
-	term := k.term
-	k.leading = true
-	k.announced = 0
-	k.mu.Unlock()
-	k.log.Info(fmt.Sprintf("kube-vip: this node is the leader, adding %s to %s", k.cfg.Prefix(), k.ifaceName()))
-	t := time.NewTicker(k.cfg.RetryPeriod)
-	defer t.Stop()
-	for {
-		// Asked before ensure, so that a release while ensure waits for
-		// it is not missed; waited for only while the VIP is not held.
-		freed := k.n.vipReleased()
-		if k.ensure() {
-			freed = nil
-		}
-		select {
-		case <-freed:
-		case <-lctx.Done():
-			// Normally stopLeading has already removed the VIP; this
-			// covers a term that ended while ensure was adding it.
-			k.mu.Lock()
-			if k.term == term && k.leading {
-				k.leading = false
-				k.removeLocked("this node is no longer the leader")
-			}
-			k.mu.Unlock()
-			return
-		case <-t.C:
+// Iface finds the interface by name, or the one holding nodeIP.
+func (v hostVIPNet) Iface(name string, nodeIP net.IP) (k3semu.VIPIface, error) {
+	for _, a := range v.h.Addresses() {
+		if (name != "" && a.Interface == name) || (name == "" && net.IP(a.Prefix.Addr().AsSlice()).Equal(nodeIP)) {
+			return k3semu.VIPIface{Name: a.Interface, Index: a.Index, HardwareAddr: fmt.Sprintf("52:54:00:00:00:%02x", a.Index&0xff)}, nil
 		}
 	}
+	if name != "" {
+		return k3semu.VIPIface{}, fmt.Errorf("vip_interface %s: route ip+net: no such network interface", name)
+	}
+	return k3semu.VIPIface{}, fmt.Errorf("no vip_interface and no interface holds the node IP %s", nodeIP)
 }
 
-// stopLeading is called whenever an election ends, led or not.
-func (k *kubeVIP) stopLeading() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.leading {
-		k.leading = false
-		k.removeLocked("this node is no longer the leader")
-	}
-}
-
-// ensure puts the VIP on the interface if this node leads and it is not
-// there, listens on it, and logs the pending announcements. It reports
-// whether this node listens on the VIP, or is not to (not leading).
-func (k *kubeVIP) ensure() bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.ensureLocked()
-	return k.proxy != nil || !k.leading || k.stopping
-}
-
-func (k *kubeVIP) ensureLocked() {
-	if !k.leading || k.stopping {
-		return
-	}
-	iface, index, err := k.iface()
-	if err != nil {
-		k.fail(err)
-		return
-	}
-	// The listener first: the VIP appears on the interface once it
-	// answers (a previous holder still listening makes this wait).
-	if k.proxy == nil {
-		p, err := k.n.listenVIP(k.cfg.Address, k.cfg.Port, k.apiHost, k.node)
-		if err != nil {
-			k.fail(err)
-			return
-		}
-		k.proxy = p
-	}
-	if !k.hasAddr(iface) {
-		if err := k.h.AddAddress(vmhost.Address{Interface: iface, Prefix: k.cfg.Prefix()}); err != nil {
-			k.fail(fmt.Errorf("adding %s to %s: %w", k.cfg.Prefix(), iface, err))
-			return
-		}
-		k.announced = 0
-		k.log.Info(fmt.Sprintf("kube-vip: added %s to %s", k.cfg.Prefix(), iface))
-	}
-	if k.cfg.ARP && k.announced < kubeVIPAnnouncements {
-		if !k.cfg.Address.Is4() {
-			k.announced = kubeVIPAnnouncements
-			k.log.Warn("kube-vip: IPv6 neighbour advertisements are not emulated")
-			return
-		}
-		k.announced++
-		k.log.Info(fmt.Sprintf("kube-vip: gratuitous ARP %d/%d: %s is at %s on %s", k.announced, kubeVIPAnnouncements, k.cfg.Address, fmt.Sprintf("52:54:00:00:00:%02x", index&0xff), iface))
-	}
-	k.lastErr = ""
-}
-
-// hasAddr reports whether iface carries the VIP.
-func (k *kubeVIP) hasAddr(iface string) bool {
-	for _, a := range k.h.Addresses() {
-		if a.Interface == iface && a.Prefix.Addr() == k.cfg.Address {
-			return true
+// HasAddr reports whether ifi carries addr.
+func (v hostVIPNet) HasAddr(ifi k3semu.VIPIface, addr netip.Addr) (bool, error) {
+	for _, a := range v.h.Addresses() {
+		if a.Interface == ifi.Name && a.Prefix.Addr() == addr {
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
 
-// removeLocked stops listening on the VIP and takes it off the interface
-// if it is there. Call with k.mu held.
-func (k *kubeVIP) removeLocked(why string) {
-	if k.proxy != nil {
-		k.proxy.close()
-		k.proxy = nil
-	}
-	iface, _, err := k.iface()
-	if err != nil || !k.hasAddr(iface) {
-		return
-	}
-	k.log.Info(fmt.Sprintf("kube-vip: removing %s from %s: %s", k.cfg.Prefix(), iface, why))
-	if err := k.h.RemoveAddress(iface, k.cfg.Address); err != nil {
-		k.fail(fmt.Errorf("removing %s from %s: %w", k.cfg.Prefix(), iface, err))
-	}
+// AddAddr puts p on ifi.
+func (v hostVIPNet) AddAddr(ifi k3semu.VIPIface, p netip.Prefix) error {
+	return v.h.AddAddress(vmhost.Address{Interface: ifi.Name, Prefix: p})
 }
 
-// fail logs err unless it is the error logged last. Call with k.mu held.
-func (k *kubeVIP) fail(err error) {
-	if msg := err.Error(); msg != k.lastErr {
-		k.lastErr = msg
-		k.log.Error("kube-vip: " + msg + " (retrying)")
-	}
+// RemoveAddr takes p off ifi.
+func (v hostVIPNet) RemoveAddr(ifi k3semu.VIPIface, p netip.Prefix) error {
+	return v.h.RemoveAddress(ifi.Name, p.Addr())
 }
 
-// iface is vip_interface, or without one the interface that holds the
-// node IP, with its index.
-func (k *kubeVIP) iface() (string, int, error) {
-	addrs := k.h.Addresses()
-	for _, a := range addrs {
-		if k.cfg.Interface != "" && a.Interface == k.cfg.Interface {
-			return a.Interface, a.Index, nil
-		}
-		if k.cfg.Interface == "" && net.IP(a.Prefix.Addr().AsSlice()).Equal(k.nodeIP) {
-			return a.Interface, a.Index, nil
-		}
-	}
-	if k.cfg.Interface != "" {
-		return "", 0, fmt.Errorf("vip_interface %s: route ip+net: no such network interface", k.cfg.Interface)
-	}
-	return "", 0, fmt.Errorf("no vip_interface and no interface holds the node IP %s", k.nodeIP)
-}
-
-// ifaceName names the interface for the logs.
-func (k *kubeVIP) ifaceName() string {
-	if k.cfg.Interface != "" {
-		return k.cfg.Interface
-	}
-	if name, _, err := k.iface(); err == nil {
-		return name
-	}
-	return "the node IP's interface"
-}
+// Announce does nothing: the simulated network has no ARP caches; the
+// round is logged.
+func (hostVIPNet) Announce(k3semu.VIPIface, netip.Addr) error { return nil }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/openctl/openctl/internal/k3semu"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,7 +39,7 @@ func (n *Network) watchNodes(ctx context.Context, client kubernetes.Interface, c
 	for ctx.Err() == nil {
 		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
-			sleepCtx(ctx, n.opts.PodSyncInterval)
+			k3semu.SleepCtx(ctx, n.opts.PodSyncInterval)
 			continue
 		}
 		now := map[string]bool{}
@@ -56,7 +57,7 @@ func (n *Network) watchNodes(ctx context.Context, client kubernetes.Interface, c
 		}
 		w, err := client.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
 		if err != nil {
-			sleepCtx(ctx, n.opts.PodSyncInterval)
+			k3semu.SleepCtx(ctx, n.opts.PodSyncInterval)
 			continue
 		}
 		for ev := range w.ResultChan() {
@@ -74,7 +75,7 @@ func (n *Network) watchNodes(ctx context.Context, client kubernetes.Interface, c
 		}
 		w.Stop()
 		if ctx.Err() == nil {
-			sleepCtx(ctx, min(n.opts.PodSyncInterval, 100*time.Millisecond))
+			k3semu.SleepCtx(ctx, min(n.opts.PodSyncInterval, 100*time.Millisecond))
 		}
 	}
 }
@@ -83,7 +84,7 @@ func (n *Network) watchNodes(ctx context.Context, client kubernetes.Interface, c
 // secret and its etcd member are removed.
 func (n *Network) nodeDeleted(ctx context.Context, client kubernetes.Interface, c *cluster, name string, self *member, log *slog.Logger) {
 	log.Info("Node " + name + " deleted")
-	err := client.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, nodePasswordSecret(name), metav1.DeleteOptions{})
+	err := client.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, k3semu.NodePasswordSecret(name), metav1.DeleteOptions{})
 	if err == nil {
 		log.Info("Deleted node password secret of removed node " + name)
 	} else if !apierrors.IsNotFound(err) && ctx.Err() == nil {

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openctl/openctl/internal/k3semu"
 	"github.com/openctl/openctl/sandbox/kubelite"
 	"github.com/openctl/openctl/sandbox/vmhost"
 )
@@ -77,7 +78,7 @@ func NewNetwork(opts NetworkOptions) *Network {
 		opts.PodSyncInterval = time.Second
 	}
 	if opts.NodeMonitorGracePeriod <= 0 {
-		opts.NodeMonitorGracePeriod = defaultNodeMonitorGracePeriod
+		opts.NodeMonitorGracePeriod = k3semu.DefaultNodeMonitorGracePeriod
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Network{opts: opts, log: opts.Logger, clusters: map[string]*cluster{}, vips: map[string]*vipHold{}, listens: map[*vmhost.Host]map[string]string{}, ctx: ctx, cancel: cancel}
@@ -330,6 +331,15 @@ func (n *Network) memberList(c *cluster) []member {
 	out := make([]member, 0, len(c.members))
 	for _, m := range c.members {
 		out = append(out, member{id: m.id, name: m.name, node: m.node, host: m.host, learner: m.learner, running: m.running})
+	}
+	return out
+}
+
+// dbMembers is c's members as the supervisor's /db/info reports them.
+func (n *Network) dbMembers(c *cluster) []k3semu.DBMember {
+	var out []k3semu.DBMember
+	for _, m := range n.memberList(c) {
+		out = append(out, k3semu.DBMember{ID: m.id, Name: m.name, PeerURLs: []string{m.peerURL()}, ClientURLs: []string{m.clientURL()}, IsLearner: m.learner})
 	}
 	return out
 }

@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -41,34 +40,25 @@ const dbMarkerFile = "db/etcd/data/member/k3slite.json"
 // etcdDataExists reports whether server/db/etcd holds a member's data:
 // then k3s ignores --cluster-init and --server and restarts that member.
 func etcdDataExists(f hostFS, serverDir string) bool {
-	return f.exists(path.Join(serverDir, "db", "etcd", "data", "member"))
+	return f.Exists(path.Join(serverDir, "db", "etcd", "data", "member"))
 }
 
 // memberName returns the member name kept in server/db/etcd/name, or
 // makes one: <node>-<8 hex>.
 func memberName(f hostFS, serverDir, node string) (string, error) {
 	p := path.Join(serverDir, "db", "etcd", "name")
-	if b, err := f.readFile(p); err == nil {
+	if b, err := f.ReadFile(p); err == nil {
 		return strings.TrimSpace(string(b)), nil
 	}
-	name := node + "-" + commitFor(fmt.Sprint(node, time.Now().UnixNano()))
-	return name, f.writeFile(p, []byte(name+"\n"), 0o600)
+	name := node + "-" + k3semu.CommitFor(fmt.Sprint(node, time.Now().UnixNano()))
+	return name, f.WriteFile(p, []byte(name+"\n"), 0o600)
 }
 
 // pickNodeIP returns --node-ip, else the bind address, else the host's
 // first address not on lo, else 127.0.0.1.
 func pickNodeIP(h *vmhost.Host, nodeIP, bindAddress string) (net.IP, error) {
-	for _, s := range []string{nodeIP, bindAddress} {
-		if s == "" {
-			continue
-		}
-		ip := net.ParseIP(s)
-		if ip == nil {
-			return nil, fmt.Errorf("standin: %q is not an IP address", s)
-		}
-		if !ip.IsUnspecified() {
-			return ip, nil
-		}
+	if ip, err := k3semu.NodeIPFlag(nodeIP, bindAddress); ip != nil || err != nil {
+		return ip, err
 	}
 	if a, ok := primaryAddr(h); ok {
 		return net.IP(a.AsSlice()), nil
@@ -87,138 +77,31 @@ func primaryAddr(h *vmhost.Host) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// servingSANs: localhost, the kubernetes service names and first IP, the
-// node's name and address, and every --tls-san.
-func servingSANs(cfg serverConfig, nodeIP net.IP) ([]string, []net.IP) {
-	dns := []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", cfg.NodeName}
-	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, nodeIP}
-	if _, svc, err := net.ParseCIDR(cfg.ServiceCIDR); err == nil {
-		first := make(net.IP, len(svc.IP))
-		copy(first, svc.IP)
-		first[len(first)-1]++
-		ips = append(ips, first)
-	}
-	for _, san := range cfg.TLSSANs {
-		if ip := net.ParseIP(san); ip != nil {
-			ips = append(ips, ip)
-		} else {
-			dns = append(dns, san)
-		}
-	}
-	return dns, ips
-}
-
 // runServer runs `k3s server` until ctx ends, as the stand-in's RunServer
 // does, with the Network's datastore in place of etcd and kubelite in
 // place of the kube-apiserver. It returns ctx's error after a clean
 // shutdown; any other error is fatal.
-func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg serverConfig, log *slog.Logger) error {
+func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg k3semu.ServerConfig, log *slog.Logger) error {
 	f := callFS(c)
 	v := cfg.Version
-	log.Info(fmt.Sprintf("Starting k3s %s (%s)", v.K3s, v.short()))
+	log.Info(fmt.Sprintf("Starting k3s %s (%s)", v.K3s, v.Short()))
 	for _, fl := range cfg.Ignored {
 		log.Warn("flag not implemented by the k3s stand-in; ignored", "flag", "--"+fl)
-	}
-	if err := checkServerToken(cfg.Token); err != nil {
-		return fmt.Errorf("starting kubernetes: preparing server: %w", err)
-	}
-	serverDir := path.Join(cfg.DataDir, "server")
-	tlsDir := path.Join(serverDir, "tls")
-	if err := f.mkdirAll(0o700, tlsDir, path.Join(serverDir, "cred"), path.Join(serverDir, "db"), path.Join(serverDir, "manifests")); err != nil {
-		return err
 	}
 	nodeIP, err := pickNodeIP(c.Host, cfg.NodeIP, cfg.BindAddress)
 	if err != nil {
 		return err
 	}
-	loopbackHost := "127.0.0.1"
 	listenHost := nodeIP.String()
 	if ip := net.ParseIP(cfg.BindAddress); ip != nil && !ip.IsUnspecified() {
-		loopbackHost = cfg.BindAddress
 		listenHost = cfg.BindAddress
 	}
 	port := strconv.Itoa(cfg.HTTPSListenPort)
-	localURL := "https://" + net.JoinHostPort(loopbackHost, port)
-
-	joining := false
-	if etcdDataExists(f, serverDir) {
-		if cfg.ClusterInit || cfg.Server != "" {
-			log.Info("Managed etcd cluster bootstrap already complete and initialized")
-		}
-	} else if cfg.Server != "" {
-		joining = true
-	}
-	var sc *supervisorClient
-	if joining {
-		sc, err = validateServer(ctx, cfg.Server, cfg.Token, "server", func(m string) { log.Warn(m) })
-		if err != nil {
-			return fmt.Errorf("starting kubernetes: preparing server: failed to validate token: %w", err)
-		}
-		files, err := sc.serverBootstrap(ctx)
-		if err != nil {
-			return fmt.Errorf("starting kubernetes: preparing server: %w", err)
-		}
-		critical, err := sc.criticalConfig(ctx)
-		if err != nil {
-			return fmt.Errorf("starting kubernetes: preparing server: %w", err)
-		}
-		if err := checkCritical(cfg.Critical, critical, cfg.AgentToken, files["cred/passwd"], func(m string) { log.Warn(m) }); err != nil {
-			return fmt.Errorf("starting kubernetes: preparing server: %w", err)
-		}
-		for name, data := range files {
-			mode := 0o600
-			if strings.HasSuffix(name, ".crt") {
-				mode = 0o644
-			}
-			if err := f.writeFile(path.Join(serverDir, name), data, osMode(mode)); err != nil {
-				return err
-			}
-		}
-		log.Info("Cluster bootstrap data written from " + cfg.Server)
-	}
-
-	serverCA, err := loadOrCreateCA(f, tlsDir, "server-ca", "k3s-server-ca")
+	prep, err := k3semu.PrepareServer(ctx, f, cfg, nodeIP, etcdDataExists(f, path.Join(cfg.DataDir, "server")), log)
 	if err != nil {
 		return err
 	}
-	clientCA, err := loadOrCreateCA(f, tlsDir, "client-ca", "k3s-client-ca")
-	if err != nil {
-		return err
-	}
-	if err := loadOrCreateKey(f, path.Join(tlsDir, "service.key")); err != nil {
-		return err
-	}
-	dns, ips := servingSANs(cfg, nodeIP)
-	serving, err := serverCA.loadOrIssue(f, path.Join(tlsDir, "serving-kube-apiserver.crt"), path.Join(tlsDir, "serving-kube-apiserver.key"),
-		"kube-apiserver", nil, dns, ips, x509.ExtKeyUsageServerAuth, time.Now())
-	if err != nil {
-		return err
-	}
-	admin, err := clientCA.loadOrIssue(f, path.Join(tlsDir, "client-admin.crt"), path.Join(tlsDir, "client-admin.key"),
-		"system:admin", []string{"system:masters"}, nil, nil, x509.ExtKeyUsageClientAuth, time.Now())
-	if err != nil {
-		return err
-	}
-
-	passwdPath := path.Join(serverDir, "cred", "passwd")
-	password, err := serverPassword(f, cfg.Token, passwdPath)
-	if err != nil {
-		return err
-	}
-	agentPW, err := agentPassword(f, cfg.AgentToken, passwdPath, password)
-	if err != nil {
-		return err
-	}
-	if err := writeTokens(f, serverDir, serverCA.certPEM, password, agentPW); err != nil {
-		return err
-	}
-	if err := writeKubeconfig(f, path.Join(serverDir, "cred", "admin.kubeconfig"), localURL, serverCA.certPEM, admin, "0600"); err != nil {
-		return err
-	}
-	if err := writeKubeconfig(f, cfg.KubeconfigPath, localURL, serverCA.certPEM, admin, cfg.KubeconfigMode); err != nil {
-		return err
-	}
-	log.Info("Wrote kubeconfig " + cfg.KubeconfigPath)
+	serverDir, serverCA, clientCA, serving, admin, joining, sc := prep.Dir, prep.ServerCA, prep.ClientCA, prep.Serving, prep.Admin, prep.Joining, prep.Supervisor
 	nodePW, err := nodePassword(f, cfg.NodePasswordFile)
 	if err != nil {
 		return err
@@ -227,54 +110,56 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg serverConfi
 	// The datastore: the Network's stand-in for etcd.
 	cl, m, err := n.datastore(ctx, f, cfg, serverDir, nodeIP, joining, sc, log)
 	if sc != nil {
-		sc.http.CloseIdleConnections()
+		sc.CloseIdleConnections()
 	}
 	if err != nil {
 		return err
 	}
 	defer n.stop(m)
 	log.Info("ETCD server is now running")
-	if err := n.reconcilePasswd(f, cl, serverDir, cfg.Token, serverCA.certPEM); err != nil {
+	if err := n.reconcilePasswd(f, cl, serverDir, cfg.Token, serverCA.CertPEM); err != nil {
 		return fmt.Errorf("starting kubernetes: preparing server: %w", err)
 	}
 
 	// The API, behind the supervisor, on <node-ip>:<port>.
-	sup, err := newSupervisor(f, serverDir, serverCA.certPEM, clientCA, log)
+	sup, err := k3semu.NewSupervisor(f, serverDir, serverCA.CertPEM, clientCA, log)
 	if err != nil {
 		return err
 	}
-	sup.n, sup.cluster, sup.httpsPort, sup.critical = n, cl, port, cfg.Critical
+	sup.HTTPSPort, sup.Critical, sup.DBCluster = port, cfg.Critical, cl.id
+	sup.Members = func() ([]k3semu.DBMember, error) { return n.dbMembers(cl), nil }
+	sup.PublishPasswd = func(_ context.Context, passwd []byte) error {
+		n.setClusterPasswd(cl, passwd)
+		return nil
+	}
 	clientPool := x509.NewCertPool()
-	clientPool.AddCert(clientCA.cert)
+	clientPool.AddCert(clientCA.Cert)
 	api := kubelite.NewHandler(cl.store, kubelite.Options{
 		ClientCAs: clientPool,
 		Token:     func(string) (string, []string, bool) { return "", nil, false },
 		Version:   v.K3s,
 	})
-	servingKey, err := serving.tlsCertificate()
-	if err != nil {
-		return err
-	}
+	servingKey := serving.TLSCertificate()
 	// The server's own client of its API (admin), made before it serves:
 	// the supervisor checks bootstrap tokens and node passwords with it.
 	apiHost := net.JoinHostPort(listenHost, port)
-	keyPEM, err := admin.keyPEM()
+	keyPEM, err := admin.KeyPEM()
 	if err != nil {
 		return err
 	}
 	restCfg := &rest.Config{Host: "https://" + apiHost, QPS: 200, Burst: 400, Timeout: 10 * time.Second,
-		TLSClientConfig: rest.TLSClientConfig{CAData: serverCA.certPEM, CertData: admin.certPEM, KeyData: keyPEM}}
+		TLSClientConfig: rest.TLSClientConfig{CAData: serverCA.CertPEM, CertData: admin.CertPEM, KeyData: keyPEM}}
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return fmt.Errorf("standin: client: %w", err)
 	}
-	sup.client = client
+	sup.Client = client
 	ln, err := net.Listen("tcp", apiHost)
 	if err != nil {
 		return fmt.Errorf("standin: kube-apiserver: %w", err)
 	}
 	srv := &http.Server{
-		Handler: sup.wrap(n.quorumGuard(cl, api)),
+		Handler: sup.Wrap(n.quorumGuard(cl, api)),
 		// Client certificates are checked by kubelite, as the apiserver's
 		// authenticator does: one from another CA is a 401, not a failed
 		// handshake.
@@ -309,16 +194,10 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg serverConfi
 	if err := ensureSystemObjects(sctx, client); err != nil {
 		return err
 	}
-	if err := checkNodePassword(sctx, client, cfg.NodeName, nodePW); err != nil {
-		return fmt.Errorf("standin: node %s: %w", cfg.NodeName, err)
-	}
-	na := &k3semu.NodeAgent{Client: client, Log: log, Spec: k3semu.NodeSpec{
-		Name: cfg.NodeName, IP: nodeIP, Version: v.K3s, Labels: cfg.NodeLabels, Taints: cfg.NodeTaints, Server: true,
-	}}
-	if err := na.Register(sctx); err != nil {
+	na, err := k3semu.RegisterServer(sctx, client, cfg, nodeIP, nodePW, log)
+	if err != nil {
 		return err
 	}
-	log.Info("k3s is up and running")
 	c.NotifyReady()
 
 	wg.Add(3)
@@ -332,7 +211,7 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg serverConfi
 	// --standin-node-monitor-grace-period, when given, wins over the
 	// Network's.
 	grace := n.opts.NodeMonitorGracePeriod
-	if cfg.NodeMonitorGracePeriod != defaultNodeMonitorGracePeriod {
+	if cfg.NodeMonitorGracePeriod != k3semu.DefaultNodeMonitorGracePeriod {
 		grace = cfg.NodeMonitorGracePeriod
 	}
 	heartbeat := time.NewTicker(n.opts.HeartbeatInterval)
@@ -351,7 +230,7 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg serverConfi
 			log.Error("the member has been permanently removed from the cluster")
 			return errEtcdStopped
 		case <-syncT.C:
-			sup.syncPasswd()
+			sup.SyncPasswd(n.clusterPasswd(cl))
 		case <-heartbeat.C:
 			if err := na.Heartbeat(sctx); err != nil && sctx.Err() == nil {
 				log.Warn("node heartbeat failed", "err", err)
@@ -366,13 +245,13 @@ func (n *Network) runServer(ctx context.Context, c *vmhost.Call, cfg serverConfi
 // datastore finds or makes this server's member: a new cluster (first
 // start without --server), the member on disk (a restart), or a learner
 // of the cluster it joins, promoted after the Network's PromoteDelay.
-func (n *Network) datastore(ctx context.Context, f hostFS, cfg serverConfig, serverDir string, nodeIP net.IP, joining bool, sc *supervisorClient, log *slog.Logger) (*cluster, *member, error) {
+func (n *Network) datastore(ctx context.Context, f hostFS, cfg k3semu.ServerConfig, serverDir string, nodeIP net.IP, joining bool, sc *k3semu.SupervisorClient, log *slog.Logger) (*cluster, *member, error) {
 	markerPath := path.Join(serverDir, dbMarkerFile)
 	var cl *cluster
 	var m *member
 	switch {
 	case etcdDataExists(f, serverDir):
-		b, err := f.readFile(markerPath)
+		b, err := f.ReadFile(markerPath)
 		if err != nil {
 			return nil, nil, fmt.Errorf("standin: etcd: %w", err)
 		}
@@ -389,12 +268,12 @@ func (n *Network) datastore(ctx context.Context, f hostFS, cfg serverConfig, ser
 		name, _ := memberName(f, serverDir, cfg.NodeName)
 		log.Info("Starting etcd", "name", name, "data-dir", path.Join(serverDir, "db", "etcd", "data"))
 	case joining:
-		members, id, err := sc.dbInfo(ctx)
+		members, id, err := sc.DBInfo(ctx)
 		if err != nil {
 			return nil, nil, fmt.Errorf("starting kubernetes: preparing server: start managed database: joining etcd cluster: %w", err)
 		}
 		if !hasVoter(members) {
-			return nil, nil, fmt.Errorf("starting kubernetes: preparing server: start managed database: joining etcd cluster: %s/db/info: no voting etcd member", sc.url)
+			return nil, nil, fmt.Errorf("starting kubernetes: preparing server: start managed database: joining etcd cluster: %s/db/info: no voting etcd member", sc.URL())
 		}
 		if cl, _, err = n.lookup(id, 0); err != nil {
 			return nil, nil, fmt.Errorf("starting kubernetes: preparing server: start managed database: joining etcd cluster: %w", err)
@@ -412,7 +291,7 @@ func (n *Network) datastore(ctx context.Context, f hostFS, cfg serverConfig, ser
 		if err != nil {
 			return nil, nil, err
 		}
-		passwd, err := f.readFile(path.Join(serverDir, "cred", "passwd"))
+		passwd, err := f.ReadFile(path.Join(serverDir, "cred", "passwd"))
 		if err != nil {
 			return nil, nil, fmt.Errorf("standin: passwd: %w", err)
 		}
@@ -422,7 +301,7 @@ func (n *Network) datastore(ctx context.Context, f hostFS, cfg serverConfig, ser
 		log.Info("Starting etcd", "name", name, "data-dir", path.Join(serverDir, "db", "etcd", "data"))
 	}
 	mk, _ := json.Marshal(dbMarker{Cluster: cl.id, Member: m.id})
-	if err := f.writeFile(markerPath, mk, 0o600); err != nil {
+	if err := f.WriteFile(markerPath, mk, 0o600); err != nil {
 		return nil, nil, err
 	}
 	if err := n.start(cl, m, log); err != nil {
@@ -450,7 +329,7 @@ func (n *Network) datastore(ctx context.Context, f hostFS, cfg serverConfig, ser
 	return cl, m, nil
 }
 
-func hasVoter(members []dbMember) bool {
+func hasVoter(members []k3semu.DBMember) bool {
 	for _, m := range members {
 		if !m.IsLearner {
 			return true
@@ -492,11 +371,4 @@ func waitAPIReady(ctx context.Context, client kubernetes.Interface, m *member) e
 	}
 }
 
-func osMode(m int) os.FileMode { return os.FileMode(m) }
-
 func discardLogger() *stdlog.Logger { return stdlog.New(io.Discard, "", 0) }
-
-// tlsCertificate is kp as a crypto/tls certificate.
-func (kp *keyPair) tlsCertificate() (tls.Certificate, error) {
-	return tls.Certificate{Certificate: [][]byte{kp.cert.Raw}, PrivateKey: kp.key, Leaf: kp.cert}, nil
-}

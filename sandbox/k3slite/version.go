@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"runtime"
 	"strings"
+
+	"github.com/openctl/openctl/internal/k3semu"
 )
 
 // ProgramPath is where sandbox hosts have the k3s program: a k3s
@@ -21,34 +21,6 @@ const DefaultVersion = "v1.37.2+k3s1"
 
 // versionPrefix starts the version line of a sandbox k3s binary.
 const versionPrefix = "#openctl-k3s-sandbox "
-
-var versionRE = regexp.MustCompile(`^v(\d+)\.(\d+)\.(\d+)(?:[-+][0-9A-Za-z.+-]*)?$`)
-
-// version is what a binary reports: the k3s release tag and the short
-// commit `k3s --version` prints.
-type version struct {
-	K3s    string
-	Commit string
-}
-
-// String is the two lines `k3s --version` prints, as the stand-in does.
-func (v version) String() string {
-	return fmt.Sprintf("k3s version %s (%s)\ngo version %s\n", v.K3s, v.short(), runtime.Version())
-}
-
-func (v version) short() string {
-	if len(v.Commit) > 8 {
-		return v.Commit[:8]
-	}
-	return v.Commit
-}
-
-// commitFor derives a stable, version-specific fake commit, as the
-// stand-in does.
-func commitFor(v string) string {
-	sum := sha256.Sum256([]byte(v))
-	return hex.EncodeToString(sum[:4])
-}
 
 // Binary returns the content of a sandbox k3s binary of version (e.g.
 // "v1.37.2+k3s1"): an interpreter line naming ProgramPath and a version
@@ -64,11 +36,11 @@ func Binary(version string) []byte { return BinaryReporting(version, version) }
 // Binary(reports) and Binary(release).
 func BinaryReporting(release, reports string) []byte {
 	for _, v := range []string{release, reports} {
-		if !versionRE.MatchString(v) {
+		if !k3semu.ValidRelease(v) {
 			panic(fmt.Sprintf("k3slite: version %q is not of the form vMAJOR.MINOR.PATCH[+k3sN]", v))
 		}
 	}
-	line := versionPrefix + "version=" + reports + " commit=" + commitFor(reports)
+	line := versionPrefix + "version=" + reports + " commit=" + k3semu.CommitFor(reports)
 	if release != reports {
 		line += " release=" + release
 	}
@@ -77,14 +49,14 @@ func BinaryReporting(release, reports string) []byte {
 
 // parseBinary reads the version line of a sandbox k3s binary; a file
 // without one is DefaultVersion.
-func parseBinary(b []byte) (version, error) {
-	v := version{K3s: DefaultVersion, Commit: commitFor(DefaultVersion)}
+func parseBinary(b []byte) (k3semu.Version, error) {
+	v := k3semu.Version{K3s: DefaultVersion, Commit: k3semu.CommitFor(DefaultVersion)}
 	for _, line := range strings.Split(string(b), "\n") {
 		rest, ok := strings.CutPrefix(line, versionPrefix)
 		if !ok {
 			continue
 		}
-		v = version{}
+		v = k3semu.Version{}
 		for _, f := range strings.Fields(rest) {
 			key, val, _ := strings.Cut(f, "=")
 			switch key {
@@ -94,14 +66,14 @@ func parseBinary(b []byte) (version, error) {
 				v.Commit = val
 			case "release":
 			default:
-				return version{}, fmt.Errorf("k3slite: version line: unknown field %q", key)
+				return k3semu.Version{}, fmt.Errorf("k3slite: version line: unknown field %q", key)
 			}
 		}
-		if !versionRE.MatchString(v.K3s) {
-			return version{}, fmt.Errorf("k3slite: version %q is not of the form vMAJOR.MINOR.PATCH[+k3sN]", v.K3s)
+		if !k3semu.ValidRelease(v.K3s) {
+			return k3semu.Version{}, fmt.Errorf("k3slite: version %q is not of the form vMAJOR.MINOR.PATCH[+k3sN]", v.K3s)
 		}
 		if v.Commit == "" {
-			v.Commit = commitFor(v.K3s)
+			v.Commit = k3semu.CommitFor(v.K3s)
 		}
 		return v, nil
 	}

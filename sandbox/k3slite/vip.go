@@ -98,9 +98,9 @@ func (p *vipProxy) forward(c net.Conn, target string) {
 	<-done
 }
 
-// close stops listening and drops the connections through the VIP, as a
+// Close stops listening and drops the connections through the VIP, as a
 // VIP leaving the interface does.
-func (p *vipProxy) close() {
+func (p *vipProxy) Close() error {
 	p.ln.Close()
 	p.mu.Lock()
 	for c := range p.open {
@@ -116,6 +116,7 @@ func (p *vipProxy) close() {
 		p.n.vipFreed = nil
 	}
 	p.n.mu.Unlock()
+	return nil
 }
 
 // vipReleased returns a channel closed the next time a holder lets a VIP

@@ -10,6 +10,7 @@ import (
 
 	"net/http"
 
+	"github.com/openctl/openctl/internal/k3semu"
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -20,7 +21,7 @@ import (
 
 // apiServerArgs are the kube-apiserver flags, k3s-like, followed by any
 // --kube-apiserver-arg values.
-func apiServerArgs(cfg ServerConfig, tlsDir string, nodeIP net.IP) []string {
+func apiServerArgs(cfg k3semu.ServerConfig, tlsDir string, nodeIP net.IP) []string {
 	bind := cfg.BindAddress
 	if bind == "" {
 		bind = "0.0.0.0"

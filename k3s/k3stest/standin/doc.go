@@ -2,7 +2,11 @@
 // binary whose Kubernetes half is the real kube-apiserver (from
 // k8s.io/kubernetes) over a real embedded etcd member, wrapped in k3s's
 // command line, files and readiness contract
-// (see k3s/CONTRACT.md at the repository's root and README.md).
+// (see internal/k3semu/CONTRACT.md and README.md). The k3s behaviour
+// itself is shared with the sandbox's light k3s (package
+// internal/k3semu); this package holds only its substrate: the machine's
+// file system and network (rtnetlink for the VIP), the kube-apiserver and
+// the embedded etcd.
 //
 // The module is nested so that the library's go.mod never requires
 // k8s.io/kubernetes; cmd/k3s is the binary, a few lines over [Main].

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openctl/openctl/internal/k3semu"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -39,7 +40,7 @@ func etcdLocalHost(nodeIP net.IP) string {
 }
 
 // etcdPeerURL is this member's peer URL, on the node address.
-func etcdPeerURL(cfg ServerConfig, nodeIP net.IP) url.URL {
+func etcdPeerURL(cfg k3semu.ServerConfig, nodeIP net.IP) url.URL {
 	return url.URL{Scheme: "http", Host: net.JoinHostPort(nodeIP.String(), strconv.Itoa(cfg.EtcdPeerPort))}
 }
 
@@ -48,7 +49,7 @@ func etcdPeerURL(cfg ServerConfig, nodeIP net.IP) url.URL {
 // server/db/etcd/name so restarts reuse it), and waits until it serves.
 // initialCluster empty starts a new cluster of one (or restarts from
 // existing data); otherwise the member joins that existing cluster.
-func startEtcd(ctx context.Context, cfg ServerConfig, serverDir string, nodeIP net.IP, initialCluster string, log *slog.Logger) (*embed.Etcd, error) {
+func startEtcd(ctx context.Context, cfg k3semu.ServerConfig, serverDir string, nodeIP net.IP, initialCluster string, log *slog.Logger) (*embed.Etcd, error) {
 	dir := filepath.Join(serverDir, "db", "etcd")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("standin: etcd: %w", err)
@@ -114,8 +115,8 @@ type etcdJoin struct {
 // the existing members' client URLs (from the supervisor's /db/info), as
 // k3s does. etcd allows one learner at a time: a second concurrent join
 // fails here with etcd's own "too many learner members in cluster".
-func joinEtcd(ctx context.Context, sc *supervisorClient, cfg ServerConfig, serverDir string, nodeIP net.IP, log *slog.Logger) (*etcdJoin, error) {
-	members, err := sc.dbInfo(ctx)
+func joinEtcd(ctx context.Context, sc *k3semu.SupervisorClient, cfg k3semu.ServerConfig, serverDir string, nodeIP net.IP, log *slog.Logger) (*etcdJoin, error) {
+	members, _, err := sc.DBInfo(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +127,7 @@ func joinEtcd(ctx context.Context, sc *supervisorClient, cfg ServerConfig, serve
 		}
 	}
 	if len(endpoints) == 0 {
-		return nil, fmt.Errorf("%s/db/info: no voting etcd member", sc.url)
+		return nil, fmt.Errorf("%s/db/info: no voting etcd member", sc.URL())
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second, Logger: zap.NewNop(), Context: ctx})
 	if err != nil {
@@ -279,5 +280,14 @@ func memberName(dir, node string) (string, error) {
 		return "", fmt.Errorf("standin: etcd name: %w", err)
 	}
 	name := node + "-" + hex.EncodeToString(b)
-	return name, writeFile(p, []byte(name+"\n"), 0o600)
+	return name, osFS.WriteFile(p, []byte(name+"\n"), 0o600)
+}
+
+// etcdMembers is e's members as the supervisor's /db/info reports them.
+func etcdMembers(e *embed.Etcd) []k3semu.DBMember {
+	var out []k3semu.DBMember
+	for _, m := range e.Server.Cluster().Members() {
+		out = append(out, k3semu.DBMember{ID: uint64(m.ID), Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner})
+	}
+	return out
 }

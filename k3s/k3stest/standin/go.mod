@@ -8,7 +8,6 @@ require (
 	go.etcd.io/etcd/client/v3 v3.7.0
 	go.etcd.io/etcd/server/v3 v3.7.0
 	go.uber.org/zap v1.27.1
-	go.yaml.in/yaml/v2 v2.4.4
 	golang.org/x/sys v0.47.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
@@ -18,10 +17,13 @@ require (
 	k8s.io/component-base v0.37.2
 	k8s.io/kubectl v0.0.0
 	k8s.io/kubernetes v1.37.2
-	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 )
 
-require sigs.k8s.io/yaml v1.6.0 // indirect
+require (
+	go.yaml.in/yaml/v2 v2.4.4 // indirect
+	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
+	sigs.k8s.io/yaml v1.6.0 // indirect
+)
 
 require (
 	cel.dev/expr v0.25.1 // indirect

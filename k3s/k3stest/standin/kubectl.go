@@ -3,20 +3,18 @@ package standin
 import (
 	"os"
 
+	"github.com/openctl/openctl/internal/k3semu"
 	"k8s.io/component-base/cli"
 	kubectlcmd "k8s.io/kubectl/pkg/cmd"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 )
 
-// DefaultKubeconfig is where k3s writes its kubeconfig when run as root.
-const DefaultKubeconfig = "/etc/rancher/k3s/k3s.yaml"
-
 // runKubectl runs the real kubectl. As in k3s, without $KUBECONFIG or
 // --kubeconfig it uses the k3s kubeconfig when that file exists.
 func runKubectl(args []string) int {
 	if _, ok := os.LookupEnv("KUBECONFIG"); !ok && !hasKubeconfigFlag(args) {
-		if _, err := os.Stat(DefaultKubeconfig); err == nil {
-			os.Setenv("KUBECONFIG", DefaultKubeconfig)
+		if _, err := os.Stat(k3semu.DefaultKubeconfig); err == nil {
+			os.Setenv("KUBECONFIG", k3semu.DefaultKubeconfig)
 		}
 	}
 	os.Args = append([]string{"kubectl"}, args...)

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/openctl/openctl/internal/k3semu"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/membership"
 	corev1 "k8s.io/api/core/v1"
@@ -45,7 +46,7 @@ func watchNodes(ctx context.Context, client kubernetes.Interface, e *embed.Etcd,
 				return
 			}
 			log.Info("Node " + node.Name + " deleted")
-			err := client.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, nodePasswordSecret(node.Name), metav1.DeleteOptions{})
+			err := client.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, k3semu.NodePasswordSecret(node.Name), metav1.DeleteOptions{})
 			if err == nil {
 				log.Info("Deleted node password secret of removed node " + node.Name)
 			} else if !apierrors.IsNotFound(err) && ctx.Err() == nil {

@@ -2,7 +2,6 @@ package standin
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -28,122 +26,27 @@ import (
 // registers this node, signals READY=1 on $NOTIFY_SOCKET and keeps the
 // node's heartbeat and pods. It returns ctx's error after a clean
 // shutdown; any other error is fatal, as in k3s.
-func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
+func RunServer(ctx context.Context, cfg k3semu.ServerConfig, log *slog.Logger) error {
 	v := cfg.Version
 	// The embedded kube-apiserver sends READY=1 itself as soon as it
 	// listens, before /readyz is ok and before the node is registered;
 	// keep the socket for ourselves, as k3s signals only when all is up.
 	notifySocket := os.Getenv("NOTIFY_SOCKET")
 	os.Unsetenv("NOTIFY_SOCKET")
-	log.Info(fmt.Sprintf("Starting k3s %s (%s)", v.K3s, v.short()))
+	log.Info(fmt.Sprintf("Starting k3s %s (%s)", v.K3s, v.Short()))
 	for _, f := range cfg.Ignored {
 		log.Warn("flag not implemented by the k3s stand-in; ignored", "flag", "--"+f)
-	}
-	if err := checkServerToken(cfg.Token); err != nil {
-		return fmt.Errorf("starting kubernetes: preparing server: %w", err)
-	}
-	serverDir := filepath.Join(cfg.DataDir, "server")
-	tlsDir := filepath.Join(serverDir, "tls")
-	for _, d := range []string{tlsDir, filepath.Join(serverDir, "cred"), filepath.Join(serverDir, "db"), filepath.Join(serverDir, "manifests")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("standin: %w", err)
-		}
 	}
 	nodeIP, err := pickNodeIP(cfg.NodeIP, cfg.BindAddress)
 	if err != nil {
 		return err
 	}
-	loopbackHost := "127.0.0.1"
-	if ip := net.ParseIP(cfg.BindAddress); ip != nil && !ip.IsUnspecified() {
-		loopbackHost = cfg.BindAddress
-	}
-	localURL := "https://" + net.JoinHostPort(loopbackHost, strconv.Itoa(cfg.HTTPSListenPort))
-
-	// An existing datastore wins over --cluster-init and --server.
-	joining := false
-	if etcdDataExists(serverDir) {
-		if cfg.ClusterInit || cfg.Server != "" {
-			log.Info("Managed etcd cluster bootstrap already complete and initialized")
-		}
-	} else if cfg.Server != "" {
-		joining = true
-	}
-	var sc *supervisorClient
-	if joining {
-		sc, err = validateServer(ctx, cfg.Server, cfg.Token, "server", func(m string) { log.Warn(m) })
-		if err != nil {
-			return fmt.Errorf("starting kubernetes: preparing server: failed to validate token: %w", err)
-		}
-		files, err := sc.serverBootstrap(ctx)
-		if err != nil {
-			return fmt.Errorf("starting kubernetes: preparing server: %w", err)
-		}
-		critical, err := sc.criticalConfig(ctx)
-		if err != nil {
-			return fmt.Errorf("starting kubernetes: preparing server: %w", err)
-		}
-		if err := checkCritical(cfg.Critical, critical, cfg.AgentToken, files["cred/passwd"], func(m string) { log.Warn(m) }); err != nil {
-			return fmt.Errorf("starting kubernetes: preparing server: %w", err)
-		}
-		for name, data := range files {
-			mode := os.FileMode(0o600)
-			if strings.HasSuffix(name, ".crt") {
-				mode = 0o644
-			}
-			if err := writeFile(filepath.Join(serverDir, name), data, mode); err != nil {
-				return err
-			}
-		}
-		log.Info("Cluster bootstrap data written from " + cfg.Server)
-	}
-
-	// Certificates.
-	serverCA, err := loadOrCreateCA(tlsDir, "server-ca", "k3s-server-ca")
+	prep, err := k3semu.PrepareServer(ctx, osFS, cfg, nodeIP, etcdDataExists(filepath.Join(cfg.DataDir, "server")), log)
 	if err != nil {
 		return err
 	}
-	clientCA, err := loadOrCreateCA(tlsDir, "client-ca", "k3s-client-ca")
-	if err != nil {
-		return err
-	}
-	if err := loadOrCreateKey(filepath.Join(tlsDir, "service.key")); err != nil {
-		return err
-	}
-	dns, ips := servingSANs(cfg, nodeIP)
-	// Leaf certificates are kept across restarts unless expiring or
-	// missing a name (k3s deps: createClientCertKey); `k3s certificate
-	// rotate` deletes them.
-	if _, err := serverCA.loadOrIssue(filepath.Join(tlsDir, "serving-kube-apiserver.crt"), filepath.Join(tlsDir, "serving-kube-apiserver.key"),
-		"kube-apiserver", nil, dns, ips, x509.ExtKeyUsageServerAuth, time.Now()); err != nil {
-		return err
-	}
-	admin, err := clientCA.loadOrIssue(filepath.Join(tlsDir, "client-admin.crt"), filepath.Join(tlsDir, "client-admin.key"),
-		"system:admin", []string{"system:masters"}, nil, nil, x509.ExtKeyUsageClientAuth, time.Now())
-	if err != nil {
-		return err
-	}
-
-	// Tokens and kubeconfigs.
-	passwdPath := filepath.Join(serverDir, "cred", "passwd")
-	password, err := serverPassword(cfg.Token, passwdPath)
-	if err != nil {
-		return err
-	}
-	agentPW, err := agentPassword(cfg.AgentToken, passwdPath, password)
-	if err != nil {
-		return err
-	}
-	if err := writeTokens(serverDir, serverCA.certPEM, password, agentPW); err != nil {
-		return err
-	}
+	serverDir, tlsDir, serverCA, clientCA, joining, sc := prep.Dir, prep.TLSDir, prep.ServerCA, prep.ClientCA, prep.Joining, prep.Supervisor
 	adminKubeconfig := filepath.Join(serverDir, "cred", "admin.kubeconfig")
-	if err := writeKubeconfig(adminKubeconfig, localURL, serverCA.certPEM, admin, "0600"); err != nil {
-		return err
-	}
-	if err := writeKubeconfig(cfg.KubeconfigPath, localURL, serverCA.certPEM, admin, cfg.KubeconfigMode); err != nil {
-		return err
-	}
-	log.Info("Wrote kubeconfig " + cfg.KubeconfigPath)
 	nodePW, err := nodePassword(cfg.NodePasswordFile)
 	if err != nil {
 		return err
@@ -175,7 +78,7 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 	log.Info("ETCD server is now running")
 	kv := v3client.New(etcd.Server)
 	defer kv.Close()
-	if err := reconcilePasswd(ctx, kv, serverDir, cfg.Token, serverCA.certPEM); err != nil {
+	if err := reconcilePasswd(ctx, kv, serverDir, cfg.Token, serverCA.CertPEM); err != nil {
 		return fmt.Errorf("starting kubernetes: preparing server: %w", err)
 	}
 	go manageLearners(ctx, etcd, log)
@@ -189,21 +92,23 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("standin: client: %w", err)
 	}
-	sup, err := newSupervisor(serverDir, serverCA.certPEM, clientCA, client, log)
+	sup, err := k3semu.NewSupervisor(osFS, serverDir, serverCA.CertPEM, clientCA, log)
 	if err != nil {
 		return err
 	}
-	sup.etcd.Store(etcd)
-	sup.kv = kv
-	go sup.watchPasswd(ctx)
-	sup.httpsPort = strconv.Itoa(cfg.HTTPSListenPort)
-	sup.critical = cfg.Critical
+	sup.Client, sup.HTTPSPort, sup.Critical = client, strconv.Itoa(cfg.HTTPSListenPort), cfg.Critical
+	sup.Members = func() ([]k3semu.DBMember, error) { return etcdMembers(etcd), nil }
+	sup.PublishPasswd = func(ctx context.Context, passwd []byte) error {
+		_, err := kv.Put(ctx, clusterPasswdKey, string(passwd))
+		return err
+	}
+	go watchPasswd(ctx, kv, sup)
 	apiCtx, stopAPI := context.WithCancel(ctx)
 	defer stopAPI()
 	apiDone := make(chan error, 1)
 	args := apiServerArgs(cfg, tlsDir, nodeIP)
 	log.Info("Running kube-apiserver " + fmt.Sprint(args))
-	go func() { apiDone <- runAPIServer(apiCtx, args, cfg.NodeName, sup.wrap) }()
+	go func() { apiDone <- runAPIServer(apiCtx, args, cfg.NodeName, sup.Wrap) }()
 
 	if err := waitReady(ctx, client, apiDone, etcd.Err()); err != nil {
 		return err
@@ -212,16 +117,10 @@ func RunServer(ctx context.Context, cfg ServerConfig, log *slog.Logger) error {
 	if err := ensureDefaultServiceAccounts(ctx, client, apiDone); err != nil {
 		return err
 	}
-	if err := checkNodePassword(ctx, client, cfg.NodeName, nodePW); err != nil {
-		return fmt.Errorf("standin: node %s: %w", cfg.NodeName, err)
-	}
-	n := &k3semu.NodeAgent{Client: client, Log: log, Spec: k3semu.NodeSpec{
-		Name: cfg.NodeName, IP: nodeIP, Version: v.K3s, Labels: cfg.NodeLabels, Taints: cfg.NodeTaints, Server: true,
-	}}
-	if err := n.Register(ctx); err != nil {
+	n, err := k3semu.RegisterServer(ctx, client, cfg, nodeIP, nodePW, log)
+	if err != nil {
 		return err
 	}
-	log.Info("k3s is up and running")
 	if err := notifyReady(notifySocket); err != nil {
 		log.Warn("systemd notify failed", "err", err)
 	}
@@ -294,17 +193,8 @@ var errEtcdStopped = errors.New("etcd member stopped: it was removed from the et
 // pickNodeIP returns --node-ip, else the bind address, else the first
 // non-loopback IPv4 address, else 127.0.0.1.
 func pickNodeIP(nodeIP, bindAddress string) (net.IP, error) {
-	for _, s := range []string{nodeIP, bindAddress} {
-		if s == "" {
-			continue
-		}
-		ip := net.ParseIP(s)
-		if ip == nil {
-			return nil, fmt.Errorf("standin: %q is not an IP address", s)
-		}
-		if !ip.IsUnspecified() {
-			return ip, nil
-		}
+	if ip, err := k3semu.NodeIPFlag(nodeIP, bindAddress); ip != nil || err != nil {
+		return ip, err
 	}
 	addrs, err := net.InterfaceAddrs()
 	if err == nil {
@@ -315,27 +205,6 @@ func pickNodeIP(nodeIP, bindAddress string) (net.IP, error) {
 		}
 	}
 	return net.IPv4(127, 0, 0, 1).To4(), nil
-}
-
-// servingSANs: localhost, the kubernetes service names and first IP, the
-// node's name and address, and every --tls-san.
-func servingSANs(cfg ServerConfig, nodeIP net.IP) ([]string, []net.IP) {
-	dns := []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", cfg.NodeName}
-	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, nodeIP}
-	if _, svc, err := net.ParseCIDR(cfg.ServiceCIDR); err == nil {
-		first := make(net.IP, len(svc.IP))
-		copy(first, svc.IP)
-		first[len(first)-1]++
-		ips = append(ips, first)
-	}
-	for _, san := range cfg.TLSSANs {
-		if ip := net.ParseIP(san); ip != nil {
-			ips = append(ips, ip)
-		} else {
-			dns = append(dns, san)
-		}
-	}
-	return dns, ips
 }
 
 // waitReady polls /readyz with backoff until it answers ok.
@@ -358,8 +227,6 @@ func waitReady(ctx context.Context, client kubernetes.Interface, apiDone <-chan 
 		delay = min(delay*2, time.Second)
 	}
 }
-
-func osFileMode(perm uint64) os.FileMode { return os.FileMode(perm) & os.ModePerm }
 
 // notifyReady sends READY=1 to systemd (or the test hosts' stand-in) on
 // sock, the value of $NOTIFY_SOCKET; nothing when it is empty.

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/openctl/openctl/internal/k3semu"
 	"github.com/openctl/openctl/k3s/k3stest/standin"
 )
 
@@ -67,7 +68,7 @@ func TestVersionOverride(t *testing.T) {
 
 	dir := t.TempDir()
 	next := filepath.Join(dir, "k3s")
-	require.NoError(t, standin.WriteVersioned(bin, next, standin.Version{K3s: "v1.38.0+k3s1", Commit: "abcdef12"}))
+	require.NoError(t, standin.WriteVersioned(bin, next, k3semu.Version{K3s: "v1.38.0+k3s1", Commit: "abcdef12"}))
 	out, err = exec.Command(next, "--version").Output()
 	require.NoError(t, err)
 	assert.Equal(t, "k3s version v1.38.0+k3s1 (abcdef12)\ngo version "+runtime.Version()+"\n", string(out))
@@ -75,7 +76,7 @@ func TestVersionOverride(t *testing.T) {
 
 	// Re-versioning replaces the trailer rather than stacking one.
 	again := filepath.Join(dir, "k3s-again")
-	require.NoError(t, standin.WriteVersioned(next, again, standin.Version{K3s: "v1.37.2+k3s1"}))
+	require.NoError(t, standin.WriteVersioned(next, again, k3semu.Version{K3s: "v1.37.2+k3s1"}))
 	v, err := standin.ReadVersion(again)
 	require.NoError(t, err)
 	assert.Equal(t, "v1.37.2+k3s1", v.K3s)
@@ -171,7 +172,7 @@ func TestServerClusterInit(t *testing.T) {
 	tokenPath := filepath.Join(dataDir, "server", "token")
 	tok, err := os.ReadFile(tokenPath)
 	require.NoError(t, err)
-	assert.Equal(t, standin.FormatToken(caPEM, "server", "s3cret")+"\n", string(tok))
+	assert.Equal(t, k3semu.FormatToken(caPEM, "server", "s3cret")+"\n", string(tok))
 	assert.Regexp(t, `^K10[0-9a-f]{64}::server:s3cret\n$`, string(tok))
 	st, err = os.Stat(tokenPath)
 	require.NoError(t, err)

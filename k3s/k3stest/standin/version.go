@@ -2,17 +2,14 @@ package standin
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"regexp"
-	"runtime"
 	"strings"
 	_ "unsafe" // go:linkname, see setKubeVersion
 
+	"github.com/openctl/openctl/internal/k3semu"
 	cbversion "k8s.io/component-base/version"
 )
 
@@ -30,71 +27,27 @@ const TrailerPrefix = "#openctl-k3s-standin "
 // maxTrailer bounds how far from the end of the file a trailer is looked for.
 const maxTrailer = 512
 
-var (
-	versionRE = regexp.MustCompile(`^v(\d+)\.(\d+)\.(\d+)(?:[-+][0-9A-Za-z.+-]*)?$`)
-	commitRE  = regexp.MustCompile(`^[0-9a-f]{8,40}$`)
-)
-
-// Version is what a stand-in binary reports: the k3s release tag and the
-// (short) commit printed by `k3s --version`. The zero value is not valid;
-// use [ReadVersion] or fill both fields. Safe for concurrent use (a value).
-type Version struct {
-	K3s    string // e.g. v1.37.2+k3s1
-	Commit string // e.g. abcdef12
-}
-
-// Validate reports whether v can be written as a trailer and parsed by
-// Kubernetes clients.
-func (v Version) Validate() error {
-	if !versionRE.MatchString(v.K3s) {
-		return fmt.Errorf("standin: version %q is not of the form vMAJOR.MINOR.PATCH[+k3sN]", v.K3s)
-	}
-	if !commitRE.MatchString(v.Commit) {
-		return fmt.Errorf("standin: commit %q is not 8 to 40 lowercase hex digits", v.Commit)
-	}
-	return nil
-}
-
-// short returns the 8-character commit k3s prints.
-func (v Version) short() string {
-	if len(v.Commit) > 8 {
-		return v.Commit[:8]
-	}
-	return v.Commit
-}
-
-// String is the two lines `k3s --version` prints.
-func (v Version) String() string {
-	return fmt.Sprintf("k3s version %s (%s)\ngo version %s\n", v.K3s, v.short(), runtime.Version())
-}
-
 // defaultVersion is the version of a binary without a trailer.
-func defaultVersion() Version {
-	return Version{K3s: DefaultVersion, Commit: commitFor(DefaultVersion)}
-}
-
-// commitFor derives a stable, version-specific fake commit.
-func commitFor(version string) string {
-	sum := sha256.Sum256([]byte(version))
-	return hex.EncodeToString(sum[:4])
+func defaultVersion() k3semu.Version {
+	return k3semu.Version{K3s: DefaultVersion, Commit: k3semu.CommitFor(DefaultVersion)}
 }
 
 // ReadVersion returns the version recorded in the trailer of the file at
 // path (normally os.Executable), or the default version if it has none.
 // A malformed trailer is an error.
-func ReadVersion(path string) (Version, error) {
+func ReadVersion(path string) (k3semu.Version, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return Version{}, fmt.Errorf("standin: read version: %w", err)
+		return k3semu.Version{}, fmt.Errorf("standin: read version: %w", err)
 	}
 	defer f.Close()
 	tail, _, err := readTail(f)
 	if err != nil {
-		return Version{}, fmt.Errorf("standin: read version of %s: %w", path, err)
+		return k3semu.Version{}, fmt.Errorf("standin: read version of %s: %w", path, err)
 	}
 	v, found, err := parseTrailer(tail)
 	if err != nil {
-		return Version{}, fmt.Errorf("standin: version trailer of %s: %w", path, err)
+		return k3semu.Version{}, fmt.Errorf("standin: version trailer of %s: %w", path, err)
 	}
 	if !found {
 		return defaultVersion(), nil
@@ -128,13 +81,13 @@ func trailerStart(tail []byte) int {
 	return i
 }
 
-func parseTrailer(tail []byte) (Version, bool, error) {
+func parseTrailer(tail []byte) (k3semu.Version, bool, error) {
 	i := trailerStart(tail)
 	if i < 0 {
-		return Version{}, false, nil
+		return k3semu.Version{}, false, nil
 	}
 	line := strings.TrimSuffix(string(tail[i+1+len(TrailerPrefix):]), "\n")
-	var v Version
+	var v k3semu.Version
 	for _, field := range strings.Fields(line) {
 		key, val, _ := strings.Cut(field, "=")
 		switch key {
@@ -143,14 +96,14 @@ func parseTrailer(tail []byte) (Version, bool, error) {
 		case "commit":
 			v.Commit = val
 		default:
-			return Version{}, true, fmt.Errorf("unknown field %q", key)
+			return k3semu.Version{}, true, fmt.Errorf("unknown field %q", key)
 		}
 	}
 	if v.Commit == "" {
-		v.Commit = commitFor(v.K3s)
+		v.Commit = k3semu.CommitFor(v.K3s)
 	}
 	if err := v.Validate(); err != nil {
-		return Version{}, true, err
+		return k3semu.Version{}, true, err
 	}
 	return v, true, nil
 }
@@ -158,16 +111,16 @@ func parseTrailer(tail []byte) (Version, bool, error) {
 // Trailer returns the bytes to append to a stand-in binary so that it
 // reports v (replacing any trailer already there is the caller's job; see
 // [WriteVersioned]).
-func Trailer(v Version) []byte {
+func Trailer(v k3semu.Version) []byte {
 	return []byte("\n" + TrailerPrefix + "version=" + v.K3s + " commit=" + v.Commit + "\n")
 }
 
 // WriteVersioned copies the stand-in binary src to dst (mode 0755),
 // dropping any trailer src has and appending one for v. A missing commit is
 // derived from the version.
-func WriteVersioned(src, dst string, v Version) error {
+func WriteVersioned(src, dst string, v k3semu.Version) error {
 	if v.Commit == "" {
-		v.Commit = commitFor(v.K3s)
+		v.Commit = k3semu.CommitFor(v.K3s)
 	}
 	if err := v.Validate(); err != nil {
 		return err
@@ -253,9 +206,9 @@ var cgBuildDate string
 
 // setKubeVersion makes the embedded Kubernetes components (apiserver,
 // kubectl, client-go) report v. Call it before any of them starts.
-func setKubeVersion(v Version) {
-	m := versionRE.FindStringSubmatch(v.K3s)
-	if m == nil {
+func setKubeVersion(v k3semu.Version) {
+	major, minor, ok := v.MajorMinor()
+	if !ok {
 		return
 	}
 	commit := v.Commit
@@ -263,8 +216,8 @@ func setKubeVersion(v Version) {
 		commit += "0"
 	}
 	const date = "2026-01-01T00:00:00Z"
-	cbGitMajor, cbGitMinor, cbGitVersion, cbGitCommit, cbGitTreeState, cbBuildDate = m[1], m[2], v.K3s, commit, "clean", date
-	cgGitMajor, cgGitMinor, cgGitVersion, cgGitCommit, cgGitTreeState, cgBuildDate = m[1], m[2], v.K3s, commit, "clean", date
+	cbGitMajor, cbGitMinor, cbGitVersion, cbGitCommit, cbGitTreeState, cbBuildDate = major, minor, v.K3s, commit, "clean", date
+	cgGitMajor, cgGitMinor, cgGitVersion, cgGitCommit, cgGitTreeState, cgBuildDate = major, minor, v.K3s, commit, "clean", date
 	// component-base copied gitVersion at init; equal to gitVersion now,
 	// so this cannot fail validation.
 	_ = cbversion.SetDynamicVersion(v.K3s)

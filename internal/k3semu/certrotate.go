@@ -1,12 +1,12 @@
-package standin
+package k3semu
 
 import (
 	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,28 +52,25 @@ func ParseCertRotateArgs(args []string, lookupEnv func(string) (string, bool)) (
 // of an agent's when there is no server directory), keeping the CAs. The
 // next start issues new ones with the names of that start's flags.
 //
-// The stand-in has fewer files than k3s: admin is client-admin.*;
+// The twins have fewer files than k3s: admin is client-admin.*;
 // api-server and k3s-server (k3s's dynamic listener, which here is the
 // same certificate on the same port) are serving-kube-apiserver.*;
 // kubelet is the agent's client-kubelet.* (fetched anew on every agent
 // start anyway); the other services have no files and are only logged.
-func RotateCertificates(o CertRotateOptions, now time.Time, log *slog.Logger) error {
+func RotateCertificates(f FS, o CertRotateOptions, now time.Time, log *slog.Logger) error {
 	for _, s := range o.Services {
 		if !slices.Contains(certServices, s) {
 			return errors.New("Service " + s + " is not recognized")
 		}
 	}
-	serverDir, agentDir := filepath.Join(o.DataDir, "server"), filepath.Join(o.DataDir, "agent")
-	backup, err := backupCertificates(serverDir, agentDir, now)
+	serverDir, agentDir := path.Join(o.DataDir, "server"), path.Join(o.DataDir, "agent")
+	backup, err := backupCertificates(f, serverDir, agentDir, now)
 	if err != nil {
 		return err
 	}
 	services := o.Services
 	if len(services) == 0 {
-		if _, err := os.Stat(serverDir); err != nil {
-			if !errors.Is(err, os.ErrNotExist) {
-				return err
-			}
+		if !f.Exists(serverDir) {
 			log.Info("Agent detected, rotating agent certificates")
 			services = []string{"kubelet", "kube-proxy", "k3s-controller"}
 		} else {
@@ -82,24 +79,24 @@ func RotateCertificates(o CertRotateOptions, now time.Time, log *slog.Logger) er
 				"k3s-server", "k3s-controller", "auth-proxy", "kubelet", "kube-proxy"}
 		}
 	}
-	tlsDir := filepath.Join(serverDir, "tls")
+	tlsDir := path.Join(serverDir, "tls")
 	var files []string
 	for _, s := range services {
 		log.Info(fmt.Sprintf("Rotating certificates for %s service", s))
 		switch s {
 		case "admin":
-			files = append(files, filepath.Join(tlsDir, "client-admin.crt"), filepath.Join(tlsDir, "client-admin.key"))
+			files = append(files, path.Join(tlsDir, "client-admin.crt"), path.Join(tlsDir, "client-admin.key"))
 		case "api-server":
-			files = append(files, filepath.Join(tlsDir, "serving-kube-apiserver.crt"), filepath.Join(tlsDir, "serving-kube-apiserver.key"))
+			files = append(files, path.Join(tlsDir, "serving-kube-apiserver.crt"), path.Join(tlsDir, "serving-kube-apiserver.key"))
 		case "k3s-server":
 			log.Info("Rotating dynamic listener certificate")
-			files = append(files, filepath.Join(tlsDir, "serving-kube-apiserver.crt"), filepath.Join(tlsDir, "serving-kube-apiserver.key"))
+			files = append(files, path.Join(tlsDir, "serving-kube-apiserver.crt"), path.Join(tlsDir, "serving-kube-apiserver.key"))
 		case "kubelet":
-			files = append(files, filepath.Join(agentDir, "client-kubelet.crt"), filepath.Join(agentDir, "client-kubelet.key"))
+			files = append(files, path.Join(agentDir, "client-kubelet.crt"), path.Join(agentDir, "client-kubelet.key"))
 		}
 	}
-	for _, f := range files {
-		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if len(files) > 0 {
+		if err := f.Remove(files...); err != nil {
 			return fmt.Errorf("standin: %w", err)
 		}
 	}
@@ -109,41 +106,51 @@ func RotateCertificates(o CertRotateOptions, now time.Time, log *slog.Logger) er
 
 // backupCertificates copies server/tls to server/tls-<unix time>, and the
 // agent's leaf certificates into it, as k3s does; server/tls must exist.
-func backupCertificates(serverDir, agentDir string, now time.Time) (string, error) {
-	tlsDir := filepath.Join(serverDir, "tls")
-	if _, err := os.Stat(tlsDir); err != nil {
-		return "", err
+func backupCertificates(f FS, serverDir, agentDir string, now time.Time) (string, error) {
+	tlsDir := path.Join(serverDir, "tls")
+	if !f.Exists(tlsDir) {
+		return "", fmt.Errorf("stat %s: no such file or directory", tlsDir)
 	}
-	backup := filepath.Join(serverDir, "tls-"+strconv.FormatInt(now.Unix(), 10))
-	err := filepath.WalkDir(tlsDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(tlsDir, p)
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(backup, rel)
-		if d.IsDir() {
-			return os.MkdirAll(dst, 0o700)
-		}
-		return copyFile(p, dst)
-	})
-	if err != nil {
+	backup := path.Join(serverDir, "tls-"+strconv.FormatInt(now.Unix(), 10))
+	if err := copyTree(f, tlsDir, backup); err != nil {
 		return "", fmt.Errorf("standin: backup: %w", err)
 	}
 	for _, name := range []string{"client-kubelet.crt", "client-kubelet.key", "serving-kubelet.crt", "serving-kubelet.key"} {
-		err := copyFile(filepath.Join(agentDir, name), filepath.Join(backup, name))
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("standin: backup: %w", err)
+		if src := path.Join(agentDir, name); f.Exists(src) {
+			if err := copyFile(f, src, path.Join(backup, name)); err != nil {
+				return "", fmt.Errorf("standin: backup: %w", err)
+			}
 		}
 	}
 	return backup, nil
 }
 
+// copyTree copies the directory src and what it holds to dst.
+func copyTree(f FS, src, dst string) error {
+	ents, err := f.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	if err := f.MkdirAll(0o700, dst); err != nil {
+		return err
+	}
+	for _, e := range ents {
+		from, to := path.Join(src, e.Name()), path.Join(dst, e.Name())
+		if e.IsDir() {
+			err = copyTree(f, from, to)
+		} else {
+			err = copyFile(f, from, to)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // copyFile copies src to dst; keys stay 0600, the rest is 0644.
-func copyFile(src, dst string) error {
-	b, err := os.ReadFile(src)
+func copyFile(f FS, src, dst string) error {
+	b, err := f.ReadFile(src)
 	if err != nil {
 		return err
 	}
@@ -151,5 +158,24 @@ func copyFile(src, dst string) error {
 	if strings.HasSuffix(src, ".key") {
 		mode = 0o600
 	}
-	return os.WriteFile(dst, b, mode)
+	return f.WriteFile(dst, b, mode)
+}
+
+// CertificateCmd is `k3s certificate rotate` on f: it logs to stderr
+// and returns the exit status.
+func CertificateCmd(f FS, args []string, lookupEnv func(string) (string, bool), stderr io.Writer) int {
+	log := NewLogger(stderr)
+	if len(args) < 1 || args[0] != "rotate" {
+		Fatal(log, "k3s certificate: only 'rotate' is implemented by the stand-in")
+		return 1
+	}
+	o, err := ParseCertRotateArgs(args[1:], lookupEnv)
+	if err == nil {
+		err = RotateCertificates(f, o, time.Now(), log)
+	}
+	if err != nil {
+		Fatal(log, err.Error())
+		return 1
+	}
+	return 0
 }

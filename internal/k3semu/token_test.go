@@ -1,4 +1,4 @@
-package standin
+package k3semu
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 func TestBootstrapTokenSecret(t *testing.T) {
 	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
-	sec, err := bootstrapTokenSecret("abcdef.0123456789abcdef", "for agents", time.Hour, now)
+	sec, err := BootstrapTokenSecret("abcdef.0123456789abcdef", "for agents", time.Hour, now)
 	require.NoError(t, err)
 	assert.Equal(t, "bootstrap-token-abcdef", sec.Name)
 	assert.Equal(t, "kube-system", sec.Namespace)
@@ -30,11 +30,11 @@ func TestBootstrapTokenSecret(t *testing.T) {
 		"usage-bootstrap-authentication": "true", "usage-bootstrap-signing": "true",
 		"auth-extra-groups": "system:bootstrappers:k3s:default-node-token",
 	}, got)
-	sec, err = bootstrapTokenSecret("abcdef.0123456789abcdef", "", 0, now)
+	sec, err = BootstrapTokenSecret("abcdef.0123456789abcdef", "", 0, now)
 	require.NoError(t, err)
 	assert.NotContains(t, sec.Data, "expiration", "a zero TTL never expires")
 	assert.NotContains(t, sec.Data, "description")
-	_, err = bootstrapTokenSecret("ABCDEF.0123456789abcdef", "", 0, now)
+	_, err = BootstrapTokenSecret("ABCDEF.0123456789abcdef", "", 0, now)
 	assert.EqualError(t, err, `the bootstrap token "ABCDEF.0123456789abcdef" was not of the form "\\A([a-z0-9]{6})\\.([a-z0-9]{16})\\z"`)
 }
 
@@ -43,7 +43,7 @@ func TestValidBootstrapToken(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
 	add := func(tok string, ttl time.Duration, mutate func(*corev1.Secret)) {
-		sec, err := bootstrapTokenSecret(tok, "", ttl, now)
+		sec, err := BootstrapTokenSecret(tok, "", ttl, now)
 		require.NoError(t, err)
 		if mutate != nil {
 			mutate(sec)
@@ -79,7 +79,7 @@ func TestCheckServerToken(t *testing.T) {
 		"s3cret": false, "K10" + hash + "::server:s3cret": false, "": false,
 		"abcdef.0123456789abcdef": true, "K10" + hash + "::abcdef.0123456789abcdef": true,
 	} {
-		err := checkServerToken(tok)
+		err := CheckServerToken(tok)
 		if bad {
 			assert.EqualError(t, err, "failed to normalize server token; must be in format K10<CA-HASH>::<USERNAME>:<PASSWORD> or <PASSWORD>", tok)
 		} else {

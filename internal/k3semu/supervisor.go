@@ -1,4 +1,4 @@
-package standin
+package k3semu
 
 import (
 	"context"
@@ -14,25 +14,21 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
+	"path"
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
-// The supervisor answers k3s's own routes on the https port, in front of
-// the kube-apiserver's handler chain (as k3s serves both through one
-// listener, pkg/server/handlers/router.go):
+// Supervisor answers k3s's own routes on a server's https port, in front
+// of the Kubernetes API (as k3s serves both through one listener,
+// pkg/server/handlers/router.go):
 //
 //	/ping                          open, "pong"
 //	/cacerts                       open, the server CA PEM
@@ -44,55 +40,72 @@ import (
 //	/v1-k3s/token                  Basic auth, user server only: PUT rotates the server token
 //	/db/info                       Basic auth, user server only: etcd members
 //
-// Everything else goes to the kube-apiserver.
-type supervisor struct {
+// Everything else goes to the handler [Supervisor.Wrap] wraps. Make one
+// with [NewSupervisor] and set its exported fields before it serves.
+type Supervisor struct {
+	// HTTPSPort is every server's https port, as /v1-k3s/apiservers
+	// reports it.
+	HTTPSPort string
+	// Critical are this server's critical configuration values.
+	Critical map[string]string
+	// Client is an admin client of the local API; the supervisor checks
+	// bootstrap tokens and node passwords with it.
+	Client kubernetes.Interface
+	// Members lists the cluster's etcd members (the substrate's: the
+	// embedded etcd's or the sandbox's in-memory datastore).
+	Members func() ([]DBMember, error)
+	// DBCluster, when set, is sent in /db/info's "cluster" field: which
+	// datastore of the sandbox a joiner becomes a member of.
+	DBCluster string
+	// PublishPasswd stores a rotated passwd file where every server of
+	// the cluster finds it (k3s: the bootstrap data in the datastore).
+	PublishPasswd func(ctx context.Context, passwd []byte) error
+
 	caPEM     []byte
 	serverDir string
+	fs        FS
 	mu        sync.RWMutex // guards serverPW, nodePW and bootstrap["cred/passwd"], which a token rotation changes
 	serverPW  string
 	nodePW    string
 	bootstrap map[string][]byte // file name under server/ → contents
-	clientCA  *keyPair
-	httpsPort string            // every server's https port is taken to be this one
-	critical  map[string]string // this server's critical configuration values
-	etcd      atomic.Pointer[embed.Etcd]
-	client    kubernetes.Interface // admin client of the local apiserver
-	kv        *clientv3.Client     // in-process client of the local etcd member
+	clientCA  *KeyPair
 	log       *slog.Logger
 }
 
-// bootstrapFiles are what a joining server takes from the cluster, as
+// BootstrapFiles are what a joining server takes from the cluster, as
 // paths under server/ (k3s: the bootstrap data in the datastore).
-var bootstrapFiles = []string{
+var BootstrapFiles = []string{
 	"tls/server-ca.crt", "tls/server-ca.key",
 	"tls/client-ca.crt", "tls/client-ca.key",
 	"tls/service.key", "cred/passwd",
 }
 
-func newSupervisor(serverDir string, caPEM []byte, clientCA *keyPair, client kubernetes.Interface, log *slog.Logger) (*supervisor, error) {
-	passwd := filepath.Join(serverDir, "cred", "passwd")
-	serverPW, err := passwdEntry(passwd, "server")
+// NewSupervisor reads the server's bootstrap files and passwords from
+// serverDir; clientCA signs the kubelets' client certificates.
+func NewSupervisor(f FS, serverDir string, caPEM []byte, clientCA *KeyPair, log *slog.Logger) (*Supervisor, error) {
+	passwd := path.Join(serverDir, "cred", "passwd")
+	serverPW, err := PasswdEntry(f, passwd, "server")
 	if err != nil {
 		return nil, err
 	}
-	nodePW, err := passwdEntry(passwd, "node")
+	nodePW, err := PasswdEntry(f, passwd, "node")
 	if err != nil {
 		return nil, err
 	}
-	s := &supervisor{caPEM: caPEM, serverDir: serverDir, serverPW: serverPW, nodePW: nodePW, clientCA: clientCA, client: client, log: log,
+	s := &Supervisor{caPEM: caPEM, serverDir: serverDir, fs: f, serverPW: serverPW, nodePW: nodePW, clientCA: clientCA, log: log,
 		bootstrap: map[string][]byte{}}
-	for _, f := range bootstrapFiles {
-		b, err := os.ReadFile(filepath.Join(serverDir, f))
+	for _, name := range BootstrapFiles {
+		b, err := f.ReadFile(path.Join(serverDir, name))
 		if err != nil {
 			return nil, fmt.Errorf("standin: bootstrap data: %w", err)
 		}
-		s.bootstrap[f] = b
+		s.bootstrap[name] = b
 	}
 	return s, nil
 }
 
-// wrap puts the supervisor's routes in front of the apiserver's handler.
-func (s *supervisor) wrap(next http.Handler) http.Handler {
+// Wrap puts the supervisor's routes in front of the API's handler.
+func (s *Supervisor) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/ping":
@@ -133,7 +146,7 @@ func (s *supervisor) wrap(next http.Handler) http.Handler {
 		case "/v1-k3s/config":
 			if _, ok := s.authenticate(w, r, "server"); ok {
 				w.Header().Set("Content-Type", "application/json")
-				json.NewEncoder(w).Encode(map[string]any{"critical": s.critical})
+				json.NewEncoder(w).Encode(map[string]any{"critical": s.Critical})
 			}
 		case "/db/info":
 			if _, ok := s.authenticate(w, r, "server"); ok {
@@ -146,10 +159,9 @@ func (s *supervisor) wrap(next http.Handler) http.Handler {
 }
 
 // authenticate checks the request's credentials — HTTP Basic against
-// server/cred/passwd, or a bootstrap token as Bearer (k3s token create),
-// which acts as the node user — and the user against roles; it answers
-// 401 or 403 itself.
-func (s *supervisor) authenticate(w http.ResponseWriter, r *http.Request, roles ...string) (string, bool) {
+// the passwd users, or a bootstrap token as Bearer, which acts as the
+// node user — and the user against roles; it answers 401 or 403 itself.
+func (s *Supervisor) authenticate(w http.ResponseWriter, r *http.Request, roles ...string) (string, bool) {
 	user, ok := s.credentials(r)
 	if !ok {
 		s.log.Error(fmt.Sprintf("Failed to authenticate request from %s: invalid username/password combination", r.RemoteAddr))
@@ -165,10 +177,9 @@ func (s *supervisor) authenticate(w http.ResponseWriter, r *http.Request, roles 
 	return "", false
 }
 
-// credentials returns the authenticated user of r, if any.
-func (s *supervisor) credentials(r *http.Request) (string, bool) {
+func (s *Supervisor) credentials(r *http.Request) (string, bool) {
 	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		if s.client != nil && validBootstrapToken(r.Context(), s.client, strings.TrimSpace(tok), time.Now()) {
+		if s.Client != nil && validBootstrapToken(r.Context(), s.Client, strings.TrimSpace(tok), time.Now()) {
 			return "node", true
 		}
 		return "", false
@@ -192,13 +203,13 @@ var nodeNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 // clientKubeletCert checks the node password and issues the kubelet's
 // client certificate (system:node:<name> in system:nodes), cert and key
 // PEM in one answer.
-func (s *supervisor) clientKubeletCert(w http.ResponseWriter, r *http.Request) {
+func (s *Supervisor) clientKubeletCert(w http.ResponseWriter, r *http.Request) {
 	name, pw := r.Header.Get("k3s-Node-Name"), r.Header.Get("k3s-Node-Password")
 	if !nodeNameRE.MatchString(name) || pw == "" {
 		http.Error(w, "header k3s-Node-Name or k3s-Node-Password missing or invalid", http.StatusBadRequest)
 		return
 	}
-	if err := checkNodePassword(r.Context(), s.client, name, pw); err != nil {
+	if err := CheckNodePassword(r.Context(), s.Client, name, pw); err != nil {
 		if errors.Is(err, errNodePassword) {
 			s.log.Error(fmt.Sprintf("Node password validation failed for '%s'", name))
 			http.Error(w, err.Error(), http.StatusForbidden)
@@ -208,22 +219,22 @@ func (s *supervisor) clientKubeletCert(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "node password check failed", http.StatusServiceUnavailable)
 		return
 	}
-	kp, err := s.clientCA.issue("system:node:"+name, []string{"system:nodes"}, nil, nil, x509.ExtKeyUsageClientAuth)
+	kp, err := s.clientCA.Issue("system:node:"+name, []string{"system:nodes"}, nil, nil, x509.ExtKeyUsageClientAuth)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	key, err := kp.keyPEM()
+	key, err := kp.KeyPEM()
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Write(append(append([]byte{}, kp.certPEM...), key...))
+	w.Write(append(append([]byte{}, kp.CertPEM...), key...))
 }
 
-// dbMember is one etcd member as /db/info reports it.
-type dbMember struct {
+// DBMember is one etcd member as /db/info reports it.
+type DBMember struct {
 	ID         uint64   `json:"id"`
 	Name       string   `json:"name"`
 	PeerURLs   []string `json:"peerURLs"`
@@ -234,51 +245,51 @@ type dbMember struct {
 // apiServers lists the servers' https addresses: the host of each voting
 // etcd member's peer URL (its node IP) with this server's https port (k3s
 // reads the kubernetes Endpoints instead; with the loopback addresses of
-// tests those are empty).
-func (s *supervisor) apiServers(w http.ResponseWriter) {
-	e := s.etcd.Load()
-	if e == nil {
-		http.Error(w, "etcd is not running", http.StatusServiceUnavailable)
+// tests those are empty). A member not started yet has no name.
+func (s *Supervisor) apiServers(w http.ResponseWriter) {
+	members, err := s.Members()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	list := []string{}
-	for _, m := range e.Server.Cluster().Members() {
-		if m.IsLearner {
+	for _, m := range members {
+		if m.IsLearner || m.Name == "" || len(m.PeerURLs) == 0 {
 			continue
 		}
-		for _, p := range m.PeerURLs {
-			if u, err := url.Parse(p); err == nil {
-				list = append(list, net.JoinHostPort(u.Hostname(), s.httpsPort))
-			}
+		if u, err := url.Parse(m.PeerURLs[0]); err == nil {
+			list = append(list, net.JoinHostPort(u.Hostname(), s.HTTPSPort))
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(list)
 }
 
-func (s *supervisor) dbInfo(w http.ResponseWriter) {
-	e := s.etcd.Load()
-	if e == nil {
-		http.Error(w, "etcd is not running", http.StatusServiceUnavailable)
+func (s *Supervisor) dbInfo(w http.ResponseWriter) {
+	members, err := s.Members()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	var members []dbMember
-	for _, m := range e.Server.Cluster().Members() {
-		members = append(members, dbMember{ID: uint64(m.ID), Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner})
+	info := map[string]any{"members": members}
+	if s.DBCluster != "" {
+		// the sandbox's own: which of its datastores a joiner becomes a
+		// member of (k3s's joiner dials the members' etcd instead).
+		info["cluster"] = s.DBCluster
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"members": members})
+	json.NewEncoder(w).Encode(info)
 }
 
-// nodePasswordSecret is the secret k3s keeps a node's password hash in.
-func nodePasswordSecret(node string) string { return node + ".node-password.k3s" }
+// NodePasswordSecret names the Secret k3s keeps a node's password hash in.
+func NodePasswordSecret(node string) string { return node + ".node-password.k3s" }
 
-// checkNodePassword records the hash of a new node's password in
+// CheckNodePassword records the hash of a new node's password in
 // kube-system/<node>.node-password.k3s, or checks pw against the recorded
 // one; errNodePassword on a mismatch.
-func checkNodePassword(ctx context.Context, client kubernetes.Interface, node, pw string) error {
+func CheckNodePassword(ctx context.Context, client kubernetes.Interface, node, pw string) error {
 	secrets := client.CoreV1().Secrets(metav1.NamespaceSystem)
-	sec, err := secrets.Get(ctx, nodePasswordSecret(node), metav1.GetOptions{})
+	sec, err := secrets.Get(ctx, NodePasswordSecret(node), metav1.GetOptions{})
 	if err == nil {
 		salt, _ := hex.DecodeString(string(sec.Data["salt"]))
 		if subtle.ConstantTimeCompare([]byte(hashPassword(salt, pw)), sec.Data["hash"]) != 1 {
@@ -290,17 +301,15 @@ func checkNodePassword(ctx context.Context, client kubernetes.Interface, node, p
 		return err
 	}
 	salt := make([]byte, 16)
-	if _, err := rand.Read(salt); err != nil {
-		return err
-	}
+	rand.Read(salt)
 	sec = &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: nodePasswordSecret(node), Namespace: metav1.NamespaceSystem},
+		ObjectMeta: metav1.ObjectMeta{Name: NodePasswordSecret(node), Namespace: metav1.NamespaceSystem},
 		Type:       "k3s.cattle.io/node-password",
 		Data:       map[string][]byte{"salt": []byte(hex.EncodeToString(salt)), "hash": []byte(hashPassword(salt, pw))},
 	}
 	_, err = secrets.Create(ctx, sec, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		return checkNodePassword(ctx, client, node, pw)
+		return CheckNodePassword(ctx, client, node, pw)
 	}
 	return err
 }
@@ -314,41 +323,3 @@ func hashPassword(salt []byte, pw string) string {
 
 // DefaultNodePasswordFile is where every k3s node keeps its node password.
 const DefaultNodePasswordFile = "/etc/rancher/node/password"
-
-// nodePassword reads the node password file, or creates it with a random
-// password (mode 0600), as k3s does on a node's first start. Creation is
-// race-free: nodes sharing one host (tests) all end up with the password
-// that was written first.
-func nodePassword(path string) (string, error) {
-	for range 3 {
-		if b, err := os.ReadFile(path); err == nil {
-			if pw := strings.TrimSpace(string(b)); pw != "" {
-				return pw, nil
-			}
-			os.Remove(path) // empty: made anew, as k3s does
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("standin: node password: %w", err)
-		}
-		b := make([]byte, 16)
-		if _, err := rand.Read(b); err != nil {
-			return "", fmt.Errorf("standin: node password: %w", err)
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return "", fmt.Errorf("standin: node password: %w", err)
-		}
-		tmp, err := os.CreateTemp(filepath.Dir(path), ".password-*")
-		if err != nil {
-			return "", fmt.Errorf("standin: node password: %w", err)
-		}
-		_, werr := tmp.WriteString(hex.EncodeToString(b) + "\n")
-		cerr := tmp.Close()
-		if werr == nil && cerr == nil {
-			werr = os.Link(tmp.Name(), path) // fails if another node was first
-		}
-		os.Remove(tmp.Name())
-		if werr != nil && !errors.Is(werr, os.ErrExist) {
-			return "", fmt.Errorf("standin: node password: %w", errors.Join(werr, cerr))
-		}
-	}
-	return "", fmt.Errorf("standin: node password: %s stays empty", path)
-}

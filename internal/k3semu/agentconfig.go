@@ -1,4 +1,4 @@
-package k3slite
+package k3semu
 
 import (
 	"errors"
@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// agentConfig is what `k3s agent` was asked to do: flags, then K3S_*
+// AgentConfig is what `k3s agent` was asked to do: flags, then K3S_*
 // variables for flags not given.
-type agentConfig struct {
+type AgentConfig struct {
 	Server           string   // --server, -s, K3S_URL (required)
 	Token            string   // --token, -t, K3S_TOKEN, or --token-file, K3S_TOKEN_FILE (required)
 	DataDir          string   // --data-dir, K3S_DATA_DIR; default /var/lib/rancher/k3s
@@ -18,29 +18,29 @@ type agentConfig struct {
 	NodeIP           string   // --node-ip
 	NodeLabels       []string // --node-label, first registration only
 	NodeTaints       []string // --node-taint, first registration only
-	NodePasswordFile string   // stand-in only: --standin-node-password-file
+	NodePasswordFile string   // twins only: --standin-node-password-file
 	ConfigFile       string   // --config, -c, K3S_CONFIG_FILE; default DefaultConfigFile
 	Ignored          []string
-	Version          version
+	Version          Version
 }
 
-// parseAgentArgs parses `k3s agent` arguments. A missing token or server,
+// ParseAgentArgs parses `k3s agent` arguments. A missing token or server,
 // or a server URL that is not https, is a configuration error.
-func parseAgentArgs(hf hostFS, args []string, lookupEnv func(string) (string, bool)) (agentConfig, error) {
+func ParseAgentArgs(hf FS, args []string, lookupEnv func(string) (string, bool)) (AgentConfig, error) {
 	args, _, err := withConfigFile(hf, "agent", args, lookupEnv, func() *pflag.FlagSet {
-		fs, _, _ := agentFlags(&agentConfig{})
+		fs, _, _ := agentFlags(&AgentConfig{})
 		return fs
 	})
 	if err != nil {
-		return agentConfig{}, err
+		return AgentConfig{}, err
 	}
-	cfg := agentConfig{}
+	cfg := AgentConfig{}
 	fs, tokenFile, ignoredFlags := agentFlags(&cfg)
 	if err := fs.Parse(args); err != nil {
-		return agentConfig{}, fmt.Errorf("standin: agent: %w", err)
+		return AgentConfig{}, fmt.Errorf("standin: agent: %w", err)
 	}
 	if fs.NArg() > 0 {
-		return agentConfig{}, fmt.Errorf("standin: agent: unexpected arguments %q", fs.Args())
+		return AgentConfig{}, fmt.Errorf("standin: agent: unexpected arguments %q", fs.Args())
 	}
 	fs.Visit(func(f *pflag.Flag) {
 		for _, n := range ignoredFlags {
@@ -49,47 +49,38 @@ func parseAgentArgs(hf hostFS, args []string, lookupEnv func(string) (string, bo
 			}
 		}
 	})
-	env := func(flag, name string, dst *string) {
-		if fs.Changed(flag) {
-			return
-		}
-		if v, ok := lookupEnv(name); ok && v != "" {
-			*dst = v
-		}
-	}
-	if v, ok := lookupEnv("K3S_CONFIG_FILE"); ok && v != "" {
-		cfg.ConfigFile = v // k3s: the variable wins over --config
-	}
-	env("server", "K3S_URL", &cfg.Server)
-	env("token", "K3S_TOKEN", &cfg.Token)
-	env("token-file", "K3S_TOKEN_FILE", tokenFile)
-	env("data-dir", "K3S_DATA_DIR", &cfg.DataDir)
-	env("node-name", "K3S_NODE_NAME", &cfg.NodeName)
-	if cfg.Token == "" && *tokenFile != "" {
-		b, err := hf.readFile(*tokenFile)
-		if err != nil {
-			return agentConfig{}, fmt.Errorf("standin: token file: %w", err)
-		}
-		cfg.Token = strings.TrimSpace(string(b))
+	fromEnv(fs, lookupEnv, &cfg.ConfigFile, []envVar{
+		{"server", "K3S_URL", &cfg.Server},
+		{"token", "K3S_TOKEN", &cfg.Token},
+		{"token-file", "K3S_TOKEN_FILE", tokenFile},
+		{"data-dir", "K3S_DATA_DIR", &cfg.DataDir},
+		{"node-name", "K3S_NODE_NAME", &cfg.NodeName},
+	})
+	if err := tokenFromFile(hf, &cfg.Token, *tokenFile, "token file"); err != nil {
+		return AgentConfig{}, err
 	}
 	if cfg.Server == "" {
-		return agentConfig{}, errors.New("--server is required")
+		return AgentConfig{}, errors.New("--server is required")
 	}
 	if !strings.HasPrefix(cfg.Server, "https://") {
-		return agentConfig{}, fmt.Errorf("--server %q: only https:// URLs are supported", cfg.Server)
+		return AgentConfig{}, fmt.Errorf("--server %q: only https:// URLs are supported", cfg.Server)
 	}
 	if cfg.Token == "" {
-		return agentConfig{}, errors.New("--token is required")
+		return AgentConfig{}, errors.New("--token is required")
 	}
 	if cfg.NodeName == "" {
-		cfg.NodeName = strings.ToLower(hf.h.Hostname())
+		name, err := nodeName(hf)
+		if err != nil {
+			return AgentConfig{}, err
+		}
+		cfg.NodeName = name
 	}
 	return cfg, nil
 }
 
 // agentFlags defines `k3s agent`'s flags on cfg; it returns the token
 // file flag's value and the names of the flags accepted but ignored.
-func agentFlags(cfg *agentConfig) (fs *pflag.FlagSet, tokenFile *string, ignored []string) {
+func agentFlags(cfg *AgentConfig) (fs *pflag.FlagSet, tokenFile *string, ignored []string) {
 	fs = pflag.NewFlagSet("agent", pflag.ContinueOnError)
 	fs.SetOutput(discard{})
 	fs.StringVarP(&cfg.Server, "server", "s", "", "")

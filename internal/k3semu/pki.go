@@ -1,10 +1,11 @@
-package standin
+package k3semu
 
 import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -13,23 +14,23 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"time"
 )
 
-// keyPair is a certificate with its key, as files under server/tls.
-type keyPair struct {
-	cert    *x509.Certificate
-	certPEM []byte
-	key     crypto.Signer
+// KeyPair is a certificate with its key, as files under server/tls.
+type KeyPair struct {
+	Cert    *x509.Certificate
+	CertPEM []byte
+	Key     crypto.Signer
 }
 
-// loadOrCreateCA reuses server/tls/<name>.crt and .key, or makes a new
+// LoadOrCreateCA reuses server/tls/<name>.crt and .key, or makes a new
 // self-signed CA named like k3s's (e.g. k3s-server-ca@<unix time>).
-func loadOrCreateCA(dir, name, cn string) (*keyPair, error) {
-	crtPath, keyPath := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	if kp, err := loadKeyPair(crtPath, keyPath); err == nil {
+func LoadOrCreateCA(f FS, dir, name, cn string) (*KeyPair, error) {
+	crtPath, keyPath := path.Join(dir, name+".crt"), path.Join(dir, name+".key")
+	if kp, err := LoadKeyPair(f, crtPath, keyPath); err == nil {
 		return kp, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
@@ -56,11 +57,11 @@ func loadOrCreateCA(dir, name, cn string) (*keyPair, error) {
 	if err != nil {
 		return nil, err
 	}
-	return kp, kp.write(crtPath, keyPath)
+	return kp, kp.write(f, crtPath, keyPath)
 }
 
-// issue signs a leaf certificate for cn/orgs with the given SANs.
-func (ca *keyPair) issue(cn string, orgs []string, dnsNames []string, ips []net.IP, usage x509.ExtKeyUsage) (*keyPair, error) {
+// Issue signs a leaf certificate for cn/orgs with the given SANs.
+func (ca *KeyPair) Issue(cn string, orgs []string, dnsNames []string, ips []net.IP, usage x509.ExtKeyUsage) (*KeyPair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("standin: key for %s: %w", cn, err)
@@ -80,7 +81,7 @@ func (ca *keyPair) issue(cn string, orgs []string, dnsNames []string, ips []net.
 		DNSNames:     dnsNames,
 		IPAddresses:  ips,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
 	if err != nil {
 		return nil, fmt.Errorf("standin: certificate for %s: %w", cn, err)
 	}
@@ -89,29 +90,29 @@ func (ca *keyPair) issue(cn string, orgs []string, dnsNames []string, ips []net.
 
 // certRenewBefore: k3s renews a leaf certificate on start once it has
 // fewer than 120 days left (90 before the May 2025 releases;
-// docs/cli/certificate.md). k3s keeps the key then; the stand-in makes a
+// docs/cli/certificate.md). k3s keeps the key then; the twins make a
 // new one.
 const certRenewBefore = 120 * 24 * time.Hour
 
-// loadOrIssue reuses the certificate and key at crtPath and keyPath when
+// LoadOrIssue reuses the certificate and key at crtPath and keyPath when
 // they still fit, as k3s does on every start (deps createClientCertKey):
 // signed by ca, with cn and orgs, every SAN asked for (more are fine), at
 // least certRenewBefore left, and the key matching. Otherwise it issues a
 // new one and writes it.
-func (ca *keyPair) loadOrIssue(crtPath, keyPath, cn string, orgs, dnsNames []string, ips []net.IP, usage x509.ExtKeyUsage, now time.Time) (*keyPair, error) {
-	if kp, err := loadKeyPair(crtPath, keyPath); err == nil && kp.fits(ca, cn, orgs, dnsNames, ips, now) {
+func (ca *KeyPair) LoadOrIssue(f FS, crtPath, keyPath, cn string, orgs, dnsNames []string, ips []net.IP, usage x509.ExtKeyUsage, now time.Time) (*KeyPair, error) {
+	if kp, err := LoadKeyPair(f, crtPath, keyPath); err == nil && kp.fits(ca, cn, orgs, dnsNames, ips, now) {
 		return kp, nil
 	}
-	kp, err := ca.issue(cn, orgs, dnsNames, ips, usage)
+	kp, err := ca.Issue(cn, orgs, dnsNames, ips, usage)
 	if err != nil {
 		return nil, err
 	}
-	return kp, kp.write(crtPath, keyPath)
+	return kp, kp.write(f, crtPath, keyPath)
 }
 
 // fits reports whether kp can be kept (see loadOrIssue).
-func (kp *keyPair) fits(ca *keyPair, cn string, orgs, dnsNames []string, ips []net.IP, now time.Time) bool {
-	c := kp.cert
+func (kp *KeyPair) fits(ca *KeyPair, cn string, orgs, dnsNames []string, ips []net.IP, now time.Time) bool {
+	c := kp.Cert
 	if c.Subject.CommonName != cn || !sameSet(c.Subject.Organization, orgs) || now.Add(certRenewBefore).After(c.NotAfter) {
 		return false
 	}
@@ -125,10 +126,10 @@ func (kp *keyPair) fits(ca *keyPair, cn string, orgs, dnsNames []string, ips []n
 			return false
 		}
 	}
-	if c.CheckSignatureFrom(ca.cert) != nil {
+	if c.CheckSignatureFrom(ca.Cert) != nil {
 		return false
 	}
-	pub, ok := kp.key.Public().(interface{ Equal(crypto.PublicKey) bool })
+	pub, ok := kp.Key.Public().(interface{ Equal(crypto.PublicKey) bool })
 	return ok && pub.Equal(c.PublicKey)
 }
 
@@ -139,39 +140,41 @@ func sameSet(a, b []string) bool {
 	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }
 
-func newKeyPair(der []byte, key crypto.Signer) (*keyPair, error) {
+func newKeyPair(der []byte, key crypto.Signer) (*KeyPair, error) {
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
 		return nil, fmt.Errorf("standin: parse certificate: %w", err)
 	}
-	return &keyPair{cert: cert, certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), key: key}, nil
+	return &KeyPair{Cert: cert, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), Key: key}, nil
 }
 
-func (kp *keyPair) keyPEM() ([]byte, error) {
-	der, err := x509.MarshalPKCS8PrivateKey(kp.key)
+// KeyPEM is the private key, PKCS #8 in PEM.
+func (kp *KeyPair) KeyPEM() ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(kp.Key)
 	if err != nil {
 		return nil, fmt.Errorf("standin: marshal key: %w", err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
 }
 
-func (kp *keyPair) write(crtPath, keyPath string) error {
-	keyPEM, err := kp.keyPEM()
+func (kp *KeyPair) write(f FS, crtPath, keyPath string) error {
+	keyPEM, err := kp.KeyPEM()
 	if err != nil {
 		return err
 	}
-	if err := writeFile(keyPath, keyPEM, 0o600); err != nil {
+	if err := f.WriteFile(keyPath, keyPEM, 0o600); err != nil {
 		return err
 	}
-	return writeFile(crtPath, kp.certPEM, 0o644)
+	return f.WriteFile(crtPath, kp.CertPEM, 0o644)
 }
 
-func loadKeyPair(crtPath, keyPath string) (*keyPair, error) {
-	crtPEM, err := os.ReadFile(crtPath)
+// LoadKeyPair reads a certificate and its key.
+func LoadKeyPair(f FS, crtPath, keyPath string) (*KeyPair, error) {
+	crtPEM, err := f.ReadFile(crtPath)
 	if err != nil {
 		return nil, fmt.Errorf("standin: %w", err)
 	}
-	keyPEM, err := os.ReadFile(keyPath)
+	keyPEM, err := f.ReadFile(keyPath)
 	if err != nil {
 		return nil, fmt.Errorf("standin: %w", err)
 	}
@@ -192,12 +195,12 @@ func loadKeyPair(crtPath, keyPath string) (*keyPair, error) {
 	if !ok {
 		return nil, fmt.Errorf("standin: %s: key of type %T cannot sign", keyPath, k)
 	}
-	return &keyPair{cert: cert, certPEM: crtPEM, key: signer}, nil
+	return &KeyPair{Cert: cert, CertPEM: crtPEM, Key: signer}, nil
 }
 
-// loadOrCreateKey reuses or makes the service-account signing key.
-func loadOrCreateKey(path string) error {
-	if _, err := os.Stat(path); err == nil {
+// LoadOrCreateKey reuses or makes the service-account signing key.
+func LoadOrCreateKey(f FS, p string) error {
+	if f.Exists(p) {
 		return nil
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -210,23 +213,10 @@ func loadOrCreateKey(path string) error {
 	if err != nil {
 		return fmt.Errorf("standin: service-account key: %w", err)
 	}
-	return writeFile(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600)
+	return f.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600)
 }
 
-// writeFile writes data atomically with mode perm, creating parents.
-func writeFile(path string, data []byte, perm os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("standin: %w", err)
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, perm); err != nil {
-		return fmt.Errorf("standin: %w", err)
-	}
-	if err := os.Chmod(tmp, perm); err != nil {
-		return fmt.Errorf("standin: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("standin: %w", err)
-	}
-	return nil
+// TLSCertificate is kp as a tls.Certificate.
+func (kp *KeyPair) TLSCertificate() tls.Certificate {
+	return tls.Certificate{Certificate: [][]byte{kp.Cert.Raw}, PrivateKey: kp.Key, Leaf: kp.Cert}
 }

@@ -1,13 +1,10 @@
-package standin
+package k3semu
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/openctl/openctl/internal/k3semu"
 )
 
 func env(m map[string]string) func(string) (string, bool) {
@@ -15,7 +12,7 @@ func env(m map[string]string) func(string) (string, bool) {
 }
 
 func TestParseAgentArgs(t *testing.T) {
-	cfg, err := ParseAgentArgs([]string{"--node-name", "w1", "--kubelet-arg", "a=b", "--debug"},
+	cfg, err := ParseAgentArgs(OSFS{}, []string{"--node-name", "w1", "--kubelet-arg", "a=b", "--debug"},
 		env(map[string]string{"K3S_URL": "https://10.0.0.1:6443", "K3S_TOKEN": "tok"}))
 	require.NoError(t, err)
 	assert.Equal(t, "https://10.0.0.1:6443", cfg.Server)
@@ -35,20 +32,20 @@ func TestParseAgentArgs(t *testing.T) {
 		// Not an agent flag in k3s either.
 		{[]string{"-s", "https://x:6443", "-t", "t", "--write-kubeconfig-mode=0600"}, nil, "unknown flag: --write-kubeconfig-mode"},
 	} {
-		_, err := ParseAgentArgs(c.args, env(c.env))
+		_, err := ParseAgentArgs(OSFS{}, c.args, env(c.env))
 		require.Error(t, err, "%v", c.args)
 		assert.Contains(t, err.Error(), c.want)
 	}
 }
 
 func TestParseServerArgs(t *testing.T) {
-	cfg, err := ParseServerArgs([]string{"--server=https://10.0.0.1:6443", "--agent-token", "a9", "--disable", "traefik", "--etcd-arg", "x=y"},
+	cfg, err := ParseServerArgs(OSFS{}, []string{"--server=https://10.0.0.1:6443", "--agent-token", "a9", "--disable", "traefik", "--etcd-arg", "x=y"},
 		env(map[string]string{"K3S_TOKEN": "s3"}))
 	require.NoError(t, err)
 	assert.Equal(t, "https://10.0.0.1:6443", cfg.Server)
 	assert.Equal(t, "s3", cfg.Token)
 	assert.Equal(t, "a9", cfg.AgentToken)
-	assert.Equal(t, k3semu.DefaultNodeMonitorGracePeriod, cfg.NodeMonitorGracePeriod)
+	assert.Equal(t, DefaultNodeMonitorGracePeriod, cfg.NodeMonitorGracePeriod)
 	assert.ElementsMatch(t, []string{"disable", "etcd-arg"}, cfg.Ignored)
 	assert.Equal(t, map[string]string{
 		"cluster-cidr": "10.42.0.0/16", "service-cidr": "10.43.0.0/16", "cluster-dns": "10.43.0.10",
@@ -56,36 +53,16 @@ func TestParseServerArgs(t *testing.T) {
 		"secrets-encryption": "false", "disable-network-policy": "false", "disable-cloud-controller": "false",
 		"disable-helm-controller": "false", "disable-kube-proxy": "false", "disable-servicelb": "false",
 	}, cfg.Critical)
-	cfg, err = ParseServerArgs([]string{"--disable=traefik,servicelb", "--flannel-backend", "none", "--secrets-encryption"}, env(nil))
+	cfg, err = ParseServerArgs(OSFS{}, []string{"--disable=traefik,servicelb", "--flannel-backend", "none", "--secrets-encryption"}, env(nil))
 	require.NoError(t, err)
 	assert.Equal(t, "true", cfg.Critical["disable-servicelb"])
 	assert.Equal(t, "none", cfg.Critical["flannel-backend"])
 	assert.Equal(t, "true", cfg.Critical["secrets-encryption"])
 
-	_, err = ParseServerArgs([]string{"--server", "https://10.0.0.1:6443"}, env(nil))
+	_, err = ParseServerArgs(OSFS{}, []string{"--server", "https://10.0.0.1:6443"}, env(nil))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--token is required")
-	_, err = ParseServerArgs(nil, env(map[string]string{"K3S_URL": "10.0.0.1:6443", "K3S_TOKEN": "t"}))
+	_, err = ParseServerArgs(OSFS{}, nil, env(map[string]string{"K3S_URL": "10.0.0.1:6443", "K3S_TOKEN": "t"}))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "only https:// URLs are supported")
-}
-
-func TestParseJoinToken(t *testing.T) {
-	hash := strings.Repeat("ab", 32)
-	tok, err := parseJoinToken("K10" + hash + "::server:pw:with:colons\n")
-	require.NoError(t, err)
-	assert.Equal(t, joinToken{caHash: hash, user: "server", password: "pw:with:colons"}, tok)
-	tok, err = parseJoinToken("short")
-	require.NoError(t, err)
-	assert.Equal(t, joinToken{password: "short"}, tok)
-	tok, err = parseJoinToken("K10" + hash + "::abcdef.0123456789abcdef")
-	require.NoError(t, err)
-	assert.Equal(t, joinToken{caHash: hash, bootstrap: "abcdef.0123456789abcdef"}, tok)
-	tok, err = parseJoinToken("abcdef.0123456789abcdef")
-	require.NoError(t, err)
-	assert.Equal(t, joinToken{bootstrap: "abcdef.0123456789abcdef"}, tok)
-	for _, bad := range []string{"K10abc::server:pw", "K10" + hash + "::server", "K10" + hash + "server:pw"} {
-		_, err := parseJoinToken(bad)
-		assert.Error(t, err, bad)
-	}
 }

@@ -1,4 +1,4 @@
-package standin
+package k3semu
 
 import (
 	"bytes"
@@ -19,21 +19,21 @@ import (
 // (deps createClientCertKey); otherwise it keeps it.
 func TestLoadOrIssue(t *testing.T) {
 	dir := t.TempDir()
-	ca, err := loadOrCreateCA(dir, "server-ca", "k3s-server-ca")
+	ca, err := LoadOrCreateCA(OSFS{}, dir, "server-ca", "k3s-server-ca")
 	require.NoError(t, err)
-	other, err := loadOrCreateCA(dir, "other-ca", "other-ca")
+	other, err := LoadOrCreateCA(OSFS{}, dir, "other-ca", "other-ca")
 	require.NoError(t, err)
 	crt, key := filepath.Join(dir, "serving.crt"), filepath.Join(dir, "serving.key")
 	now := time.Now()
 	ip := net.ParseIP("10.0.0.1")
-	issue := func(ca *keyPair, cn string, dns []string, at time.Time) *x509.Certificate {
+	issue := func(ca *KeyPair, cn string, dns []string, at time.Time) *x509.Certificate {
 		t.Helper()
-		kp, err := ca.loadOrIssue(crt, key, cn, nil, dns, []net.IP{ip}, x509.ExtKeyUsageServerAuth, at)
+		kp, err := ca.LoadOrIssue(OSFS{}, crt, key, cn, nil, dns, []net.IP{ip}, x509.ExtKeyUsageServerAuth, at)
 		require.NoError(t, err)
-		onDisk, err := loadKeyPair(crt, key)
+		onDisk, err := LoadKeyPair(OSFS{}, crt, key)
 		require.NoError(t, err)
-		require.True(t, onDisk.cert.Equal(kp.cert), "what is returned is what is on disk")
-		return kp.cert
+		require.True(t, onDisk.Cert.Equal(kp.Cert), "what is returned is what is on disk")
+		return kp.Cert
 	}
 	first := issue(ca, "kube-apiserver", []string{"a.test"}, now)
 	assert.True(t, issue(ca, "kube-apiserver", []string{"a.test"}, now).Equal(first), "same names: kept")
@@ -43,7 +43,7 @@ func TestLoadOrIssue(t *testing.T) {
 	assert.ElementsMatch(t, []string{"a.test", "b.test"}, second.DNSNames)
 	assert.False(t, issue(ca, "other-cn", []string{"a.test", "b.test"}, now).Equal(second), "another CN: regenerated")
 	third := issue(other, "other-cn", []string{"a.test", "b.test"}, now)
-	require.NoError(t, third.CheckSignatureFrom(other.cert), "another CA: regenerated")
+	require.NoError(t, third.CheckSignatureFrom(other.Cert), "another CA: regenerated")
 	assert.True(t, issue(other, "other-cn", nil, now.Add(200*24*time.Hour)).Equal(third), "200 days on: kept")
 	assert.False(t, issue(other, "other-cn", nil, now.Add(300*24*time.Hour)).Equal(third), "fewer than 120 days left: regenerated")
 }
@@ -64,7 +64,7 @@ func TestRotateCertificates(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	now := time.Unix(1764619200, 0)
 
-	err := RotateCertificates(CertRotateOptions{DataDir: data, Services: []string{"admin"}}, now, log)
+	err := RotateCertificates(OSFS{}, CertRotateOptions{DataDir: data, Services: []string{"admin"}}, now, log)
 	require.NoError(t, err)
 	backup := filepath.Join(data, "server", "tls-1764619200")
 	for name, want := range map[string]string{"client-admin.crt": "admin", "serving-kube-apiserver.crt": "serving", "sub/x.crt": "nested", "client-kubelet.key": "kubeletkey"} {
@@ -82,7 +82,7 @@ func TestRotateCertificates(t *testing.T) {
 	assert.Contains(t, logs.String(), "Successfully backed up certificates for all services to path "+backup+", please restart k3s server or agent to rotate certificates")
 
 	logs.Reset()
-	require.NoError(t, RotateCertificates(CertRotateOptions{DataDir: data}, now.Add(time.Second), log))
+	require.NoError(t, RotateCertificates(OSFS{}, CertRotateOptions{DataDir: data}, now.Add(time.Second), log))
 	assert.Contains(t, logs.String(), "Server detected, rotating server certificates")
 	assert.Contains(t, logs.String(), "Rotating dynamic listener certificate")
 	for _, gone := range []string{"server/tls/serving-kube-apiserver.crt", "server/tls/serving-kube-apiserver.key", "agent/client-kubelet.crt"} {
@@ -93,9 +93,9 @@ func TestRotateCertificates(t *testing.T) {
 	}
 	assert.DirExists(t, filepath.Join(data, "server", "tls-1764619201"))
 
-	assert.EqualError(t, RotateCertificates(CertRotateOptions{DataDir: data, Services: []string{"nope"}}, now, log), "Service nope is not recognized")
+	assert.EqualError(t, RotateCertificates(OSFS{}, CertRotateOptions{DataDir: data, Services: []string{"nope"}}, now, log), "Service nope is not recognized")
 	// As in k3s, the backup needs server/tls.
-	require.Error(t, RotateCertificates(CertRotateOptions{DataDir: t.TempDir()}, now, log))
+	require.Error(t, RotateCertificates(OSFS{}, CertRotateOptions{DataDir: t.TempDir()}, now, log))
 
 	o, err := ParseCertRotateArgs([]string{"-s", "admin,api-server", "--service", "kubelet"}, env(map[string]string{"K3S_DATA_DIR": "/d"}))
 	require.NoError(t, err)

@@ -1,10 +1,10 @@
-package standin
+package k3semu
 
 import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strings"
 
@@ -28,15 +28,13 @@ type configEntry struct {
 // configFiles lists the files k3s reads for the config file path: the
 // file itself if it exists, then <path>.d/*.yaml and *.yml (any case) in
 // alphabetical order. A missing file with no drop-ins gives none.
-func configFiles(path string) ([]string, error) {
+func configFiles(f FS, file string) ([]string, error) {
 	var files []string
-	if _, err := os.Stat(path); err == nil {
-		files = append(files, path)
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("standin: config file: %w", err)
+	if f.Exists(file) {
+		files = append(files, file)
 	}
-	dir := path + ".d"
-	ents, err := os.ReadDir(dir) // sorted by name
+	dir := file + ".d"
+	ents, err := f.ReadDir(dir) // sorted by name
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("standin: config file: %w", err)
 	}
@@ -45,7 +43,7 @@ func configFiles(path string) ([]string, error) {
 		if e.IsDir() || !(strings.HasSuffix(lower, ".yaml") || strings.HasSuffix(lower, ".yml")) {
 			continue
 		}
-		files = append(files, filepath.Join(dir, e.Name()))
+		files = append(files, path.Join(dir, e.Name()))
 	}
 	return files, nil
 }
@@ -53,18 +51,18 @@ func configFiles(path string) ([]string, error) {
 // readConfigFiles reads and merges the config file at path and its
 // drop-ins, as k3s does: later files replace a key's value, unless the key
 // is written key+, which appends to it.
-func readConfigFiles(path string) ([]configEntry, error) {
-	files, err := configFiles(path)
+func readConfigFiles(f FS, path string) ([]configEntry, error) {
+	files, err := configFiles(f, path)
 	if err != nil {
 		return nil, err
 	}
 	var merged []configEntry
-	for _, f := range files {
-		data, err := os.ReadFile(f)
+	for _, file := range files {
+		data, err := f.ReadFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("standin: config file: %w", err)
 		}
-		entries, err := parseConfigData(f, data)
+		entries, err := parseConfigData(file, data)
 		if err != nil {
 			return nil, err
 		}
@@ -154,7 +152,7 @@ func configScalar(v any) (string, error) {
 // flag set of the command; a key that is not one of its flags is, for
 // `server`, skipped with k3s's warning (returned), and for `agent`, an
 // error, as k3s's agent command line refuses it.
-func withConfigFile(command string, args []string, lookupEnv func(string) (string, bool), newFlags func() *pflag.FlagSet) ([]string, []string, error) {
+func withConfigFile(f FS, command string, args []string, lookupEnv func(string) (string, bool), newFlags func() *pflag.FlagSet) ([]string, []string, error) {
 	probe := newFlags()
 	if err := probe.Parse(args); err != nil {
 		return nil, nil, fmt.Errorf("standin: %s: %w", command, err)
@@ -165,7 +163,7 @@ func withConfigFile(command string, args []string, lookupEnv func(string) (strin
 	} else if f := probe.Lookup("config"); f != nil && probe.Changed("config") {
 		path = f.Value.String()
 	}
-	entries, err := readConfigFiles(path)
+	entries, err := readConfigFiles(f, path)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,4 +1,4 @@
-package standin
+package k3semu
 
 import (
 	"os"
@@ -78,7 +78,7 @@ func TestReadConfigFilesMerge(t *testing.T) {
 		"config.yaml.d/ignored.txt":     "token: nope\n",
 		"config.yaml.d/sub.yaml/a.yaml": "token: nope\n",
 	})
-	got, err := readConfigFiles(path)
+	got, err := readConfigFiles(OSFS{}, path)
 	require.NoError(t, err)
 	d := filepath.Join(dir, "config.yaml.d")
 	assert.Equal(t, []configEntry{
@@ -91,16 +91,16 @@ func TestReadConfigFilesMerge(t *testing.T) {
 
 	// Drop-ins alone (no config.yaml) are read; nothing at all is no error.
 	require.NoError(t, os.Remove(path))
-	got, err = readConfigFiles(path)
+	got, err = readConfigFiles(OSFS{}, path)
 	require.NoError(t, err)
 	assert.Equal(t, "node-taint", got[1].Key)
-	got, err = readConfigFiles(filepath.Join(dir, "absent.yaml"))
+	got, err = readConfigFiles(OSFS{}, filepath.Join(dir, "absent.yaml"))
 	require.NoError(t, err)
 	assert.Empty(t, got)
 
 	// A broken drop-in is an error naming it.
 	writeConfig(t, dir, map[string]string{"config.yaml.d/zz.yaml": "a: [\n"})
-	_, err = readConfigFiles(path)
+	_, err = readConfigFiles(OSFS{}, path)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), filepath.Join(d, "zz.yaml")+": yaml: line ")
 }
@@ -125,7 +125,7 @@ no-such-flag: x
 	})
 	envs := map[string]string{"K3S_CONFIG_FILE": path, "K3S_TOKEN": "from-env", "K3S_NODE_NAME": "env-node",
 		"K3S_DATA_DIR": "/env/data", "K3S_KUBECONFIG_MODE": "0600"}
-	cfg, err := ParseServerArgs([]string{"--node-label", "from=cli", "--data-dir", "/cli/data"}, env(envs))
+	cfg, err := ParseServerArgs(OSFS{}, []string{"--node-label", "from=cli", "--data-dir", "/cli/data"}, env(envs))
 	require.NoError(t, err)
 	assert.Equal(t, path, cfg.ConfigFile)
 	assert.Equal(t, "from-file", cfg.Token, "a file value wins over the variable (it becomes a flag)")
@@ -144,7 +144,7 @@ no-such-flag: x
 
 	// Without the file, the variables apply.
 	delete(envs, "K3S_CONFIG_FILE")
-	cfg, err = ParseServerArgs([]string{"--config", filepath.Join(dir, "absent.yaml")}, env(envs))
+	cfg, err = ParseServerArgs(OSFS{}, []string{"--config", filepath.Join(dir, "absent.yaml")}, env(envs))
 	require.NoError(t, err, "k3s ignores a missing config file, even one named explicitly")
 	assert.Equal(t, "from-env", cfg.Token)
 	assert.Equal(t, "env-node", cfg.NodeName)
@@ -152,20 +152,20 @@ no-such-flag: x
 	// -c names the file; $K3S_CONFIG_FILE wins over it.
 	other := filepath.Join(dir, "other.yaml")
 	writeConfig(t, dir, map[string]string{"other.yaml": "node-name: other\n"})
-	cfg, err = ParseServerArgs([]string{"-c", other}, env(nil))
+	cfg, err = ParseServerArgs(OSFS{}, []string{"-c", other}, env(nil))
 	require.NoError(t, err)
 	assert.Equal(t, "other", cfg.NodeName)
-	cfg, err = ParseServerArgs([]string{"-c", other}, env(map[string]string{"K3S_CONFIG_FILE": path}))
+	cfg, err = ParseServerArgs(OSFS{}, []string{"-c", other}, env(map[string]string{"K3S_CONFIG_FILE": path}))
 	require.NoError(t, err)
 	assert.Equal(t, "file-node", cfg.NodeName)
 
 	// Bad values name the file.
 	writeConfig(t, dir, map[string]string{"bad.yaml": "https-listen-port: many\n"})
-	_, err = ParseServerArgs(nil, env(map[string]string{"K3S_CONFIG_FILE": filepath.Join(dir, "bad.yaml")}))
+	_, err = ParseServerArgs(OSFS{}, nil, env(map[string]string{"K3S_CONFIG_FILE": filepath.Join(dir, "bad.yaml")}))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "standin: server: config file "+filepath.Join(dir, "bad.yaml")+": invalid argument \"many\" for \"--https-listen-port\"")
 	writeConfig(t, dir, map[string]string{"bad2.yaml": "cluster-init: maybe\n"})
-	_, err = ParseServerArgs(nil, env(map[string]string{"K3S_CONFIG_FILE": filepath.Join(dir, "bad2.yaml")}))
+	_, err = ParseServerArgs(OSFS{}, nil, env(map[string]string{"K3S_CONFIG_FILE": filepath.Join(dir, "bad2.yaml")}))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), filepath.Join(dir, "bad2.yaml"))
 }
@@ -177,7 +177,7 @@ func TestParseAgentArgsConfigFile(t *testing.T) {
 		"agent.yaml.d/50-labels.yaml": "node-label+: [c=d]\ndebug: true\n",
 		"server.yaml":                 "token: t\nserver: https://10.0.0.1:6443\nwrite-kubeconfig-mode: \"0644\"\n",
 	})
-	cfg, err := ParseAgentArgs([]string{"--config", filepath.Join(dir, "agent.yaml")}, env(map[string]string{"K3S_TOKEN": "env-token"}))
+	cfg, err := ParseAgentArgs(OSFS{}, []string{"--config", filepath.Join(dir, "agent.yaml")}, env(map[string]string{"K3S_TOKEN": "env-token"}))
 	require.NoError(t, err)
 	assert.Equal(t, "https://10.0.0.1:6443", cfg.Server)
 	assert.Equal(t, "file-token", cfg.Token)
@@ -185,7 +185,7 @@ func TestParseAgentArgsConfigFile(t *testing.T) {
 	assert.Equal(t, []string{"debug"}, cfg.Ignored)
 
 	// k3s's agent refuses a server-only key in its config file (k3s#6565).
-	_, err = ParseAgentArgs(nil, env(map[string]string{"K3S_CONFIG_FILE": filepath.Join(dir, "server.yaml")}))
+	_, err = ParseAgentArgs(OSFS{}, nil, env(map[string]string{"K3S_CONFIG_FILE": filepath.Join(dir, "server.yaml")}))
 	require.Error(t, err)
 	assert.Equal(t, "standin: agent: config file "+filepath.Join(dir, "server.yaml")+": flag provided but not defined: -write-kubeconfig-mode", err.Error())
 }

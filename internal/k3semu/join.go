@@ -1,4 +1,4 @@
-package standin
+package k3semu
 
 import (
 	"context"
@@ -30,7 +30,7 @@ type joinToken struct {
 func parseJoinToken(tok string) (joinToken, error) {
 	tok = strings.TrimSpace(tok)
 	if !strings.HasPrefix(tok, "K10") {
-		if isBootstrapToken(tok) {
+		if IsBootstrapToken(tok) {
 			return joinToken{bootstrap: tok}, nil
 		}
 		return joinToken{password: tok}, nil
@@ -39,7 +39,7 @@ func parseJoinToken(tok string) (joinToken, error) {
 	if !ok || len(hash) != 64 {
 		return joinToken{}, errors.New("failed to normalize token; must be in format K10<CA-HASH>::<USERNAME>:<PASSWORD> or <PASSWORD>")
 	}
-	if isBootstrapToken(creds) {
+	if IsBootstrapToken(creds) {
 		return joinToken{caHash: hash, bootstrap: creds}, nil
 	}
 	user, pw, ok := strings.Cut(creds, ":")
@@ -49,9 +49,9 @@ func parseJoinToken(tok string) (joinToken, error) {
 	return joinToken{caHash: hash, user: user, password: pw}, nil
 }
 
-// supervisorClient talks to a k3s server's supervisor port once its CA is
+// SupervisorClient talks to a k3s server's supervisor port once its CA is
 // known.
-type supervisorClient struct {
+type SupervisorClient struct {
 	url   string // https://host:port, no trailing slash
 	caPEM []byte
 	http  *http.Client
@@ -61,12 +61,12 @@ type supervisorClient struct {
 	bearer string
 }
 
-// validateServer does what k3s's ParseAndValidateToken does: fetch
+// ValidateServer does what k3s's ParseAndValidateToken does: fetch
 // /cacerts without verification, compare its hash with the token's (a
 // short token skips that and only warns), then fetch it again verified
 // against that CA. user is the Basic-auth user later requests send; empty
 // means the token's own user (a full token), else "node".
-func validateServer(ctx context.Context, server, token, user string, warn func(string)) (*supervisorClient, error) {
+func ValidateServer(ctx context.Context, server, token, user string, warn func(string)) (*SupervisorClient, error) {
 	tok, err := parseJoinToken(token)
 	if err != nil {
 		return nil, err
@@ -102,7 +102,7 @@ func validateServer(ctx context.Context, server, token, user string, warn func(s
 		return nil, fmt.Errorf("failed to get CA certs: %s/cacerts changed between two reads", server)
 	}
 	if tok.bootstrap != "" {
-		return &supervisorClient{url: server, caPEM: caPEM, http: verified, bearer: tok.bootstrap}, nil
+		return &SupervisorClient{url: server, caPEM: caPEM, http: verified, bearer: tok.bootstrap}, nil
 	}
 	if user == "" {
 		user = tok.user
@@ -110,12 +110,12 @@ func validateServer(ctx context.Context, server, token, user string, warn func(s
 	if user == "" {
 		user = "node"
 	}
-	return &supervisorClient{url: server, caPEM: caPEM, http: verified, user: user, pw: tok.password}, nil
+	return &SupervisorClient{url: server, caPEM: caPEM, http: verified, user: user, pw: tok.password}, nil
 }
 
-// get fetches path with Basic auth (user may be empty); an answer other
+// Get fetches path with Basic auth (user may be empty); an answer other
 // than 200 is an error "<url>: <status>", as k3s reports them.
-func (c *supervisorClient) get(ctx context.Context, path string, header map[string]string) ([]byte, error) {
+func (c *SupervisorClient) Get(ctx context.Context, path string, header map[string]string) ([]byte, error) {
 	if c.bearer != "" {
 		h := map[string]string{"Authorization": "Bearer " + c.bearer}
 		for k, v := range header {
@@ -130,15 +130,15 @@ func get(ctx context.Context, client *http.Client, url, user, pw string) ([]byte
 	return getWithHeader(ctx, client, url, user, pw, nil)
 }
 
-// httpStatusError is a non-200 answer; Body is its text.
-type httpStatusError struct {
+// HTTPStatusError is a non-200 answer; Body is its text.
+type HTTPStatusError struct {
 	URL    string
 	Status string
 	Code   int
 	Body   string
 }
 
-func (e *httpStatusError) Error() string { return e.URL + ": " + e.Status }
+func (e *HTTPStatusError) Error() string { return e.URL + ": " + e.Status }
 
 func getWithHeader(ctx context.Context, client *http.Client, url, user, pw string, header map[string]string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -161,15 +161,15 @@ func getWithHeader(ctx context.Context, client *http.Client, url, user, pw strin
 		return nil, fmt.Errorf("%s: %w", url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, &httpStatusError{URL: url, Status: resp.Status, Code: resp.StatusCode, Body: strings.TrimSpace(string(body))}
+		return nil, &HTTPStatusError{URL: url, Status: resp.Status, Code: resp.StatusCode, Body: strings.TrimSpace(string(body))}
 	}
 	return body, nil
 }
 
-// serverBootstrap fetches the cluster's bootstrap files (CAs and their
+// ServerBootstrap fetches the cluster's bootstrap files (CAs and their
 // keys, the service-account key, passwd) as server:<password>.
-func (c *supervisorClient) serverBootstrap(ctx context.Context) (map[string][]byte, error) {
-	body, err := c.get(ctx, "/v1-k3s/server-bootstrap", nil)
+func (c *SupervisorClient) ServerBootstrap(ctx context.Context) (map[string][]byte, error) {
+	body, err := c.Get(ctx, "/v1-k3s/server-bootstrap", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func (c *supervisorClient) serverBootstrap(ctx context.Context) (map[string][]by
 	if err := json.Unmarshal(body, &files); err != nil {
 		return nil, fmt.Errorf("%s/v1-k3s/server-bootstrap: %w", c.url, err)
 	}
-	for _, f := range bootstrapFiles {
+	for _, f := range BootstrapFiles {
 		if len(files[f]) == 0 {
 			return nil, fmt.Errorf("%s/v1-k3s/server-bootstrap: %s missing", c.url, f)
 		}
@@ -185,24 +185,26 @@ func (c *supervisorClient) serverBootstrap(ctx context.Context) (map[string][]by
 	return files, nil
 }
 
-// dbInfo lists the cluster's etcd members.
-func (c *supervisorClient) dbInfo(ctx context.Context) ([]dbMember, error) {
-	body, err := c.get(ctx, "/db/info", nil)
+// DBInfo lists the cluster's etcd members and names the sandbox
+// datastore they share.
+func (c *SupervisorClient) DBInfo(ctx context.Context) ([]DBMember, string, error) {
+	body, err := c.Get(ctx, "/db/info", nil)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var info struct {
-		Members []dbMember `json:"members"`
+		Members []DBMember `json:"members"`
+		Cluster string     `json:"cluster"`
 	}
 	if err := json.Unmarshal(body, &info); err != nil {
-		return nil, fmt.Errorf("%s/db/info: %w", c.url, err)
+		return nil, "", fmt.Errorf("%s/db/info: %w", c.url, err)
 	}
-	return info.Members, nil
+	return info.Members, info.Cluster, nil
 }
 
-// criticalConfig fetches the cluster's critical configuration values.
-func (c *supervisorClient) criticalConfig(ctx context.Context) (map[string]string, error) {
-	body, err := c.get(ctx, "/v1-k3s/config", nil)
+// CriticalConfig fetches the cluster's critical configuration values.
+func (c *SupervisorClient) CriticalConfig(ctx context.Context) (map[string]string, error) {
+	body, err := c.Get(ctx, "/v1-k3s/config", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -215,14 +217,14 @@ func (c *supervisorClient) criticalConfig(ctx context.Context) (map[string]strin
 	return cfg.Critical, nil
 }
 
-// errCriticalMismatch is k3s's refusal of a joiner whose critical values
+// ErrCriticalMismatch is k3s's refusal of a joiner whose critical values
 // differ from the cluster's (each one is logged as a warning first).
-var errCriticalMismatch = errors.New("failed to bootstrap cluster data: failed to validate server configuration: critical configuration value mismatch between servers")
+var ErrCriticalMismatch = errors.New("failed to bootstrap cluster data: failed to validate server configuration: critical configuration value mismatch between servers")
 
-// checkCritical compares a joiner's critical values (and its
+// CheckCritical compares a joiner's critical values (and its
 // --agent-token, when given) with the cluster's, warning about each
 // mismatch as k3s does.
-func checkCritical(mine, cluster map[string]string, agentToken string, clusterPasswd []byte, warn func(string)) error {
+func CheckCritical(mine, cluster map[string]string, agentToken string, clusterPasswd []byte, warn func(string)) error {
 	var mismatched []string
 	for k, v := range mine {
 		if cluster[k] != v {
@@ -230,11 +232,11 @@ func checkCritical(mine, cluster map[string]string, agentToken string, clusterPa
 		}
 	}
 	if agentToken != "" {
-		pw, err := pickPassword(agentToken, "", "node", "")
+		pw, err := pickPassword(nil, agentToken, "", "node", "")
 		if err != nil {
 			return err
 		}
-		if want, _ := passwdEntryFrom(clusterPasswd, "node"); want != pw {
+		if want, _ := PasswdEntryFrom(clusterPasswd, "node"); want != pw {
 			mismatched = append(mismatched, "agent-token")
 		}
 	}
@@ -245,5 +247,29 @@ func checkCritical(mine, cluster map[string]string, agentToken string, clusterPa
 	for _, k := range mismatched {
 		warn("critical configuration mismatched: " + k)
 	}
-	return errCriticalMismatch
+	return ErrCriticalMismatch
 }
+
+// URL is the server's supervisor URL, https://host:port.
+func (c *SupervisorClient) URL() string { return c.url }
+
+// CAPEM is the cluster's server CA, as the server sent and the token
+// vouched for it.
+func (c *SupervisorClient) CAPEM() []byte { return c.caPEM }
+
+// APIServers asks the supervisor for the cluster's servers.
+func (c *SupervisorClient) APIServers(ctx context.Context) ([]string, error) {
+	body, err := c.Get(ctx, "/v1-k3s/apiservers", nil)
+	if err != nil {
+		return nil, err
+	}
+	var list []string
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, fmt.Errorf("%s/v1-k3s/apiservers: %w", c.url, err)
+	}
+	return list, nil
+}
+
+// CloseIdleConnections closes the client's idle connections to the
+// server.
+func (c *SupervisorClient) CloseIdleConnections() { c.http.CloseIdleConnections() }

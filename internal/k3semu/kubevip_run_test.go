@@ -1,9 +1,12 @@
-package standin
+package k3semu
 
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,7 +30,7 @@ func TestManifestFiles(t *testing.T) {
 	}
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub.yaml"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "sub.yaml", "f.YAML"), nil, 0o600))
-	got, err := manifestFiles(dir)
+	got, err := manifestFiles(OSFS{}, dir)
 	require.NoError(t, err)
 	var names []string
 	for _, p := range got {
@@ -36,7 +39,7 @@ func TestManifestFiles(t *testing.T) {
 		names = append(names, rel)
 	}
 	assert.Equal(t, []string{"a.yml", "b.yaml", "c.json", filepath.Join("sub.yaml", "f.YAML")}, names)
-	_, err = manifestFiles(filepath.Join(dir, "missing"))
+	_, err = manifestFiles(OSFS{}, filepath.Join(dir, "missing"))
 	assert.Error(t, err)
 }
 
@@ -68,12 +71,20 @@ func TestWatchManifestsWithoutInterface(t *testing.T) {
 	dir := t.TempDir()
 	client := fake.NewClientset()
 	var logs syncBuffer
-	log := newLogger(&logs)
+	log := NewLogger(&logs)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
+	var failed atomic.Pointer[func(string)]
+	w := &KubeVIPWatch{FS: OSFS{}, Dir: dir, Node: "node-a", NodeIP: net.IPv4(192, 0, 2, 10), Client: client, Log: log,
+		Net: missingIfaceNet{}, Poll: time.Second,
+		Failed: func(msg string) {
+			if f := failed.Load(); f != nil {
+				(*f)(msg)
+			}
+		}}
 	go func() {
 		defer close(done)
-		watchManifests(ctx, dir, "node-a", net.IPv4(192, 0, 2, 10), client, log)
+		w.Run(ctx)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 
@@ -103,8 +114,7 @@ func TestWatchManifestsWithoutInterface(t *testing.T) {
 			retries.Add(1)
 		}
 	}
-	kubeVIPFailed.Store(&count)
-	defer kubeVIPFailed.Store(nil)
+	failed.Store(&count)
 	require.Eventually(t, func() bool { return retries.Load() >= 2 }, 10*time.Second, 50*time.Millisecond, "two more retries")
 	assert.Equal(t, 1, strings.Count(logs.String(), "kube-vip: vip_interface openctl-none0: "), "%s", &logs)
 
@@ -138,6 +148,17 @@ func TestWatchManifestsWithoutInterface(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("watchManifests did not return after its context ended")
+		t.Fatal("Run did not return after its context ended")
 	}
 }
+
+// missingIfaceNet is a host network without the VIP's interface.
+type missingIfaceNet struct{}
+
+func (missingIfaceNet) Iface(name string, _ net.IP) (VIPIface, error) {
+	return VIPIface{}, fmt.Errorf("vip_interface %s: route ip+net: no such network interface", name)
+}
+func (missingIfaceNet) HasAddr(VIPIface, netip.Addr) (bool, error) { return false, nil }
+func (missingIfaceNet) AddAddr(VIPIface, netip.Prefix) error       { return errors.New("no interface") }
+func (missingIfaceNet) RemoveAddr(VIPIface, netip.Prefix) error    { return errors.New("no interface") }
+func (missingIfaceNet) Announce(VIPIface, netip.Addr) error        { return errors.New("no interface") }

@@ -1,4 +1,4 @@
-package k3slite
+package k3semu
 
 import (
 	"context"
@@ -25,10 +25,10 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// newLogger logs in logrus's text shape, as k3s does under systemd (and
-// as the stand-in does): time=… level=info msg="…"; level=fatal before a
-// fatal exit.
-func newLogger(w io.Writer) *slog.Logger {
+// NewLogger logs to w in logrus's text shape, as k3s does under
+// systemd: time=… level=info msg="…" (level=fatal before a fatal exit;
+// logrus prints FATA[…] only on a terminal). Writes are serialised.
+func NewLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(&lockedWriter{w: w}, &slog.HandlerOptions{
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 			switch a.Key {
@@ -49,4 +49,23 @@ func newLogger(w io.Writer) *slog.Logger {
 	}))
 }
 
-func fatal(log *slog.Logger, msg string) { log.Log(context.Background(), levelFatal, msg) }
+// Fatal logs msg at logrus's fatal level; the caller exits 1.
+func Fatal(log *slog.Logger, msg string) { log.Log(context.Background(), levelFatal, msg) }
+
+// Usage is what `k3s` prints for --help or a missing or unknown command.
+const Usage = `NAME:
+   k3s - Kubernetes, but small and simple (openctl test stand-in)
+
+USAGE:
+   k3s [global options] command [command options] [arguments...]
+
+COMMANDS:
+   server   Run management server
+   agent    Run node agent
+   kubectl  Run kubectl
+   token    Manage tokens (create, list, delete, generate, rotate)
+   certificate rotate  Rotate the leaf certificates (k3s stopped)
+
+GLOBAL OPTIONS:
+   --version, -v  print the version
+`

@@ -1,16 +1,13 @@
-package standin
+package k3semu
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
-
-	"github.com/openctl/openctl/internal/k3semu"
 )
 
 // ServerConfig is what `k3s server` was asked to do. Fields come from flags,
@@ -49,22 +46,22 @@ type ServerConfig struct {
 	// (50s): a node whose Lease is older turns Unknown (NotReady).
 	NodeMonitorGracePeriod time.Duration
 
-	// Ignored records accepted flags the stand-in does not act on yet.
+	// Ignored records accepted flags the twins do not act on yet.
 	Ignored []string
 
 	// Critical holds the values every server of a cluster must share
 	// (docs/cli/server.md, "Critical Configuration Values"), by flag name,
 	// defaults filled in; a joiner compares them with the cluster's.
-	// Apart from service-cidr the stand-in does not act on them.
+	// Apart from service-cidr the twins do not act on them.
 	Critical map[string]string
 
-	Version Version // set by Main from the binary's trailer
+	Version Version // set from the binary's version line
 }
 
 // ParseServerArgs parses `k3s server` arguments. lookupEnv is os.LookupEnv
 // in the binary. An unknown flag or a bad value is an error.
-func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (ServerConfig, error) {
-	args, warnings, err := withConfigFile("server", args, lookupEnv, func() *pflag.FlagSet {
+func ParseServerArgs(f FS, args []string, lookupEnv func(string) (string, bool)) (ServerConfig, error) {
+	args, warnings, err := withConfigFile(f, "server", args, lookupEnv, func() *pflag.FlagSet {
 		fs, _, _ := serverFlags(&ServerConfig{})
 		return fs
 	})
@@ -91,7 +88,7 @@ func ParseServerArgs(args []string, lookupEnv func(string) (string, bool)) (Serv
 		}
 	})
 	cfg.Ignored = ignored
-	return finishServerConfig(cfg, fs, tokenFile, agentTokenFile, lookupEnv)
+	return finishServerConfig(f, cfg, fs, tokenFile, agentTokenFile, lookupEnv)
 }
 
 // serverFlags defines `k3s server`'s flags on cfg; the token file flags'
@@ -118,7 +115,7 @@ func serverFlags(cfg *ServerConfig) (fs *pflag.FlagSet, tokenFile, agentTokenFil
 	fs.IntVar(&cfg.EtcdPeerPort, "standin-etcd-peer-port", 2380, "")
 	fs.StringVar(&cfg.NodePasswordFile, "standin-node-password-file", DefaultNodePasswordFile, "")
 	fs.StringVarP(&cfg.Server, "server", "s", "", "")
-	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "standin-node-monitor-grace-period", k3semu.DefaultNodeMonitorGracePeriod, "")
+	fs.DurationVar(&cfg.NodeMonitorGracePeriod, "standin-node-monitor-grace-period", DefaultNodeMonitorGracePeriod, "")
 	fs.StringVarP(&cfg.ConfigFile, "config", "c", DefaultConfigFile, "")
 	fs.StringVar(&cfg.AgentToken, "agent-token", "", "")
 	agentTokenFile = fs.String("agent-token-file", "", "")
@@ -137,7 +134,7 @@ func serverFlags(cfg *ServerConfig) (fs *pflag.FlagSet, tokenFile, agentTokenFil
 
 // finishServerConfig fills in what parsing leaves: critical values, K3S_*
 // variables for flags not set, token files, checks and defaults.
-func finishServerConfig(cfg ServerConfig, fs *pflag.FlagSet, tokenFile, agentTokenFile *string, lookupEnv func(string) (string, bool)) (ServerConfig, error) {
+func finishServerConfig(hf FS, cfg ServerConfig, fs *pflag.FlagSet, tokenFile, agentTokenFile *string, lookupEnv func(string) (string, bool)) (ServerConfig, error) {
 	cfg.Critical = map[string]string{}
 	for _, name := range []string{"cluster-cidr", "service-cidr", "cluster-dns", "cluster-domain", "flannel-backend", "egress-selector-mode"} {
 		cfg.Critical[name] = fs.Lookup(name).Value.String()
@@ -150,26 +147,17 @@ func finishServerConfig(cfg ServerConfig, fs *pflag.FlagSet, tokenFile, agentTok
 		return slices.Contains(strings.Split(d, ","), "servicelb")
 	}))
 
-	env := func(flag, name string, dst *string) {
-		if fs.Changed(flag) {
-			return
-		}
-		if v, ok := lookupEnv(name); ok && v != "" {
-			*dst = v
-		}
-	}
-	if v, ok := lookupEnv("K3S_CONFIG_FILE"); ok && v != "" {
-		cfg.ConfigFile = v // k3s: the variable wins over --config
-	}
-	env("data-dir", "K3S_DATA_DIR", &cfg.DataDir)
-	env("token", "K3S_TOKEN", &cfg.Token)
-	env("server", "K3S_URL", &cfg.Server)
-	env("agent-token", "K3S_AGENT_TOKEN", &cfg.AgentToken)
-	env("agent-token-file", "K3S_AGENT_TOKEN_FILE", agentTokenFile)
-	env("token-file", "K3S_TOKEN_FILE", tokenFile)
-	env("node-name", "K3S_NODE_NAME", &cfg.NodeName)
-	env("write-kubeconfig-mode", "K3S_KUBECONFIG_MODE", &cfg.KubeconfigMode)
-	env("write-kubeconfig", "K3S_KUBECONFIG_OUTPUT", &cfg.KubeconfigPath)
+	fromEnv(fs, lookupEnv, &cfg.ConfigFile, []envVar{
+		{"data-dir", "K3S_DATA_DIR", &cfg.DataDir},
+		{"token", "K3S_TOKEN", &cfg.Token},
+		{"server", "K3S_URL", &cfg.Server},
+		{"agent-token", "K3S_AGENT_TOKEN", &cfg.AgentToken},
+		{"agent-token-file", "K3S_AGENT_TOKEN_FILE", agentTokenFile},
+		{"token-file", "K3S_TOKEN_FILE", tokenFile},
+		{"node-name", "K3S_NODE_NAME", &cfg.NodeName},
+		{"write-kubeconfig-mode", "K3S_KUBECONFIG_MODE", &cfg.KubeconfigMode},
+		{"write-kubeconfig", "K3S_KUBECONFIG_OUTPUT", &cfg.KubeconfigPath},
+	})
 	if !fs.Changed("cluster-init") {
 		if v, ok := lookupEnv("K3S_CLUSTER_INIT"); ok && v != "" {
 			b, err := strconv.ParseBool(v)
@@ -179,19 +167,11 @@ func finishServerConfig(cfg ServerConfig, fs *pflag.FlagSet, tokenFile, agentTok
 			cfg.ClusterInit = b
 		}
 	}
-	if cfg.Token == "" && *tokenFile != "" {
-		b, err := os.ReadFile(*tokenFile)
-		if err != nil {
-			return ServerConfig{}, fmt.Errorf("standin: token file: %w", err)
-		}
-		cfg.Token = strings.TrimSpace(string(b))
+	if err := tokenFromFile(hf, &cfg.Token, *tokenFile, "token file"); err != nil {
+		return ServerConfig{}, err
 	}
-	if cfg.AgentToken == "" && *agentTokenFile != "" {
-		b, err := os.ReadFile(*agentTokenFile)
-		if err != nil {
-			return ServerConfig{}, fmt.Errorf("standin: agent token file: %w", err)
-		}
-		cfg.AgentToken = strings.TrimSpace(string(b))
+	if err := tokenFromFile(hf, &cfg.AgentToken, *agentTokenFile, "agent token file"); err != nil {
+		return ServerConfig{}, err
 	}
 	if cfg.Server != "" {
 		if !strings.HasPrefix(cfg.Server, "https://") {
@@ -210,24 +190,24 @@ func finishServerConfig(cfg ServerConfig, fs *pflag.FlagSet, tokenFile, agentTok
 		cfg.KubeconfigPath = DefaultKubeconfig
 	}
 	if cfg.NodeName == "" {
-		h, err := os.Hostname()
+		name, err := nodeName(hf)
 		if err != nil {
-			return ServerConfig{}, fmt.Errorf("standin: node name: %w", err)
+			return ServerConfig{}, err
 		}
-		cfg.NodeName = strings.ToLower(h)
+		cfg.NodeName = name
 	}
 	return cfg, nil
 }
 
-// Server flags the stand-in has nothing to apply to; they are accepted
-// with a warning.
-// criticalDefaults are k3s's defaults of the critical values the stand-in
-// only records.
+// criticalDefaults are k3s's defaults of the critical values the twins
+// only record.
 var criticalDefaults = map[string]string{
 	"cluster-cidr": "10.42.0.0/16", "cluster-dns": "10.43.0.10", "cluster-domain": "cluster.local",
 	"flannel-backend": "vxlan", "egress-selector-mode": "agent",
 }
 
+// Server flags the twins have nothing to apply to; they are accepted
+// with a warning.
 var (
 	ignoredStrings = []string{"advertise-address", "node-external-ip", "flannel-iface", "flannel-backend",
 		"cluster-cidr", "cluster-dns", "cluster-domain", "resolv-conf", "private-registry",
@@ -241,3 +221,39 @@ var (
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// envVar is a flag's K3S_* environment variable and where its value goes.
+type envVar struct {
+	flag, name string
+	dst        *string
+}
+
+// fromEnv sets each flag that was not given from its variable, as k3s's
+// EnvVars do, and configFile from K3S_CONFIG_FILE, which wins over
+// --config.
+func fromEnv(fs *pflag.FlagSet, lookupEnv func(string) (string, bool), configFile *string, vars []envVar) {
+	if v, ok := lookupEnv("K3S_CONFIG_FILE"); ok && v != "" {
+		*configFile = v
+	}
+	for _, e := range vars {
+		if fs.Changed(e.flag) {
+			continue
+		}
+		if v, ok := lookupEnv(e.name); ok && v != "" {
+			*e.dst = v
+		}
+	}
+}
+
+// tokenFromFile sets an empty *token from the file at path, if any.
+func tokenFromFile(f FS, token *string, path, what string) error {
+	if *token != "" || path == "" {
+		return nil
+	}
+	b, err := f.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("standin: %s: %w", what, err)
+	}
+	*token = strings.TrimSpace(string(b))
+	return nil
+}

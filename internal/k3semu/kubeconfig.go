@@ -1,23 +1,27 @@
-package standin
+package k3semu
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// writeKubeconfig writes an admin kubeconfig with cluster, user and context
+// DefaultKubeconfig is where k3s writes its kubeconfig when run as root.
+const DefaultKubeconfig = "/etc/rancher/k3s/k3s.yaml"
+
+// WriteKubeconfig writes an admin kubeconfig with cluster, user and context
 // all named "default", as k3s does, embedding the CA and client credentials.
-func writeKubeconfig(path, server string, caPEM []byte, admin *keyPair, mode string) error {
-	keyPEM, err := admin.keyPEM()
+func WriteKubeconfig(f FS, p, server string, caPEM []byte, admin *KeyPair, mode string) error {
+	keyPEM, err := admin.KeyPEM()
 	if err != nil {
 		return err
 	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["default"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
-	cfg.AuthInfos["default"] = &clientcmdapi.AuthInfo{ClientCertificateData: admin.certPEM, ClientKeyData: keyPEM}
+	cfg.AuthInfos["default"] = &clientcmdapi.AuthInfo{ClientCertificateData: admin.CertPEM, ClientKeyData: keyPEM}
 	cfg.Contexts["default"] = &clientcmdapi.Context{Cluster: "default", AuthInfo: "default"}
 	cfg.CurrentContext = "default"
 	data, err := clientcmd.Write(*cfg)
@@ -30,5 +34,5 @@ func writeKubeconfig(path, server string, caPEM []byte, admin *keyPair, mode str
 			return fmt.Errorf("standin: kubeconfig mode %q: %w", mode, err)
 		}
 	}
-	return writeFile(path, data, osFileMode(perm))
+	return f.WriteFile(p, data, os.FileMode(perm)&os.ModePerm)
 }
