@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/openctl/openctl/backoff"
 )
 
 // Agent is a running `k3s agent` once its flags are read: the twin picks
@@ -91,7 +93,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			return ctx.Err()
 		}
 		log.Warn("Unable to register node", "err", err)
-		if err := SleepCtx(ctx, 2*time.Second); err != nil {
+		if err := backoff.Sleep(ctx, 2*time.Second); err != nil {
 			return err
 		}
 	}
@@ -136,7 +138,7 @@ func (a *Agent) validate(ctx context.Context) (*SupervisorClient, error) {
 			return nil, ctx.Err()
 		}
 		a.Log.Error(err.Error())
-		if err := SleepCtx(ctx, 2*time.Second); err != nil {
+		if err := backoff.Sleep(ctx, 2*time.Second); err != nil {
 			return nil, err
 		}
 	}
@@ -160,7 +162,7 @@ func (a *Agent) kubeletCert(ctx context.Context, sc *SupervisorClient) ([]byte, 
 			err = errors.New(he.Body)
 		}
 		a.Log.Info("Waiting to retrieve agent configuration; server is not ready: " + err.Error())
-		if err := SleepCtx(ctx, 5*time.Second); err != nil {
+		if err := backoff.Sleep(ctx, 5*time.Second); err != nil {
 			return nil, err
 		}
 	}
@@ -207,16 +209,4 @@ func splitPEM(b []byte) (certs, key []byte) {
 		return b, nil
 	}
 	return []byte(s[:i]), []byte(s[i:])
-}
-
-// SleepCtx waits d or until ctx ends (then its error).
-func SleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -24,6 +24,8 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 	"golang.org/x/sys/unix"
+
+	"github.com/openctl/openctl/backoff"
 )
 
 // Flavour is a host's init system.
@@ -447,7 +449,7 @@ func (h *Host) WaitSSH(ctx context.Context) error {
 			return nil
 		}
 		last = err
-		if err := sleepCtx(ctx, 25*time.Millisecond); err != nil {
+		if err := backoff.Sleep(ctx, 25*time.Millisecond); err != nil {
 			return fmt.Errorf("sshd of %s did not answer: %v", h.name, last)
 		}
 	}

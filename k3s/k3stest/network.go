@@ -25,6 +25,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/sys/unix"
 
+	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/internal/testenv"
 )
 
@@ -383,7 +384,7 @@ func removeNetns(ctx context.Context, ns string) error {
 				_ = unix.Kill(pid, unix.SIGKILL)
 			}
 		}
-		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+		if err := backoff.Sleep(ctx, 20*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -447,18 +448,6 @@ func ipCmds(ctx context.Context, cmds ...[]string) error {
 		}
 	}
 	return nil
-}
-
-// sleepCtx waits d or until ctx ends: the pause between two polls.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // buildHelper builds k3stest-hostd (static) into dir.

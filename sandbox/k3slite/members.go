@@ -5,13 +5,15 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/openctl/openctl/internal/k3semu"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/openctl/openctl/backoff"
+	"github.com/openctl/openctl/internal/k3semu"
 )
 
 // removeAnnotation asks k3s to remove a server's etcd member but keep its
@@ -39,7 +41,7 @@ func (n *Network) watchNodes(ctx context.Context, client kubernetes.Interface, c
 	for ctx.Err() == nil {
 		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
-			k3semu.SleepCtx(ctx, n.opts.PodSyncInterval)
+			backoff.Sleep(ctx, n.opts.PodSyncInterval)
 			continue
 		}
 		now := map[string]bool{}
@@ -57,7 +59,7 @@ func (n *Network) watchNodes(ctx context.Context, client kubernetes.Interface, c
 		}
 		w, err := client.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
 		if err != nil {
-			k3semu.SleepCtx(ctx, n.opts.PodSyncInterval)
+			backoff.Sleep(ctx, n.opts.PodSyncInterval)
 			continue
 		}
 		for ev := range w.ResultChan() {
@@ -75,7 +77,7 @@ func (n *Network) watchNodes(ctx context.Context, client kubernetes.Interface, c
 		}
 		w.Stop()
 		if ctx.Err() == nil {
-			k3semu.SleepCtx(ctx, min(n.opts.PodSyncInterval, 100*time.Millisecond))
+			backoff.Sleep(ctx, min(n.opts.PodSyncInterval, 100*time.Millisecond))
 		}
 	}
 }

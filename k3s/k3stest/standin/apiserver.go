@@ -4,19 +4,19 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
 
-	"net/http"
-
-	"github.com/openctl/openctl/internal/k3semu"
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/cmd/kube-apiserver/app"
 	"k8s.io/kubernetes/cmd/kube-apiserver/app/options"
+
+	"github.com/openctl/openctl/internal/k3semu"
 )
 
 // apiServerArgs are the kube-apiserver flags, k3s-like, followed by any

@@ -16,10 +16,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openctl/openctl/internal/k3semu"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/openctl/openctl/internal/k3semu"
 )
 
 // etcdDataExists reports whether server/db/etcd holds a member's data:

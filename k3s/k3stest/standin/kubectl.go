@@ -3,10 +3,11 @@ package standin
 import (
 	"os"
 
-	"github.com/openctl/openctl/internal/k3semu"
 	"k8s.io/component-base/cli"
 	kubectlcmd "k8s.io/kubectl/pkg/cmd"
 	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+
+	"github.com/openctl/openctl/internal/k3semu"
 )
 
 // runKubectl runs the real kubectl. As in k3s, without $KUBECONFIG or

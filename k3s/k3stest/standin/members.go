@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/openctl/openctl/internal/k3semu"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/membership"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +15,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/openctl/openctl/internal/k3semu"
 )
 
 // removeAnnotation asks k3s to remove a server's etcd member but keep its

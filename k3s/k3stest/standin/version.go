@@ -9,8 +9,9 @@ import (
 	"strings"
 	_ "unsafe" // go:linkname, see setKubeVersion
 
-	"github.com/openctl/openctl/internal/k3semu"
 	cbversion "k8s.io/component-base/version"
+
+	"github.com/openctl/openctl/internal/k3semu"
 )
 
 // DefaultVersion is the k3s version a binary without a version trailer reports.
