@@ -74,6 +74,9 @@ type diffSide struct {
 	// takeSteps returns the remote commands ("host:port step") run since
 	// the last call.
 	takeSteps func() []string
+	// setHook sets a function told of every remote command (its host,
+	// named as the normalizer names it, and step); nil removes it.
+	setHook func(func(node, step string))
 	norm      *normalizer
 	// dump logs what the hosts logged, to explain a failure while they
 	// still run; nil: nothing to log.
@@ -206,7 +209,7 @@ func newSandboxSide(t *testing.T) *diffSide {
 		name: "sandbox", engine: e, store: st, pool: k3s.SSHPool(p), cluster: c,
 		extra:     diffExtraNode(lan(60).String()),
 		extraSSH:  net.JoinHostPort(w.MapAddress(lan(60)).String(), fmt.Sprint(h.SSHPort)),
-		takeSteps: rec.take, norm: n,
+		takeSteps: rec.take, norm: n, setHook: hookSetter(rec, n),
 		hostKeys: func(ctx context.Context) (map[string]ssh.PublicKey, error) {
 			keys := map[string]ssh.PublicKey{}
 			for _, name := range diffNodes {
@@ -360,16 +363,47 @@ func (g *hostGuests) powerOff(vmid int, forget bool) {
 	}
 }
 
-// stepRecorder records remote commands as the env does.
+// stepRecorder records remote commands as the env does, and tells hook
+// of each when one is set.
 type stepRecorder struct {
 	mu    sync.Mutex
 	steps []string
+	hook  func(host, step string)
 }
 
 func (r *stepRecorder) record(host, step string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.steps = append(r.steps, host+" "+step)
+	hook := r.hook
+	r.mu.Unlock()
+	if hook != nil {
+		hook(host, step)
+	}
+}
+
+func (r *stepRecorder) setHook(hook func(host, step string)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.hook = hook
+}
+
+// hookSetter is a diffSide's setHook over rec, hosts named by n.
+func hookSetter(rec *stepRecorder, n *normalizer) func(func(node, step string)) {
+	return func(hook func(node, step string)) {
+		if hook == nil {
+			rec.setHook(nil)
+			return
+		}
+		rec.setHook(func(host, step string) {
+			node := host
+			if h, port, err := net.SplitHostPort(host); err == nil && port == n.sshPort {
+				if name, ok := n.addrs[h]; ok {
+					node = name
+				}
+			}
+			hook(node, step)
+		})
+	}
 }
 
 func (r *stepRecorder) take() []string {

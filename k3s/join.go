@@ -86,9 +86,10 @@ func orNone(names []string) string {
 }
 
 // rejoinIfMissing makes an installed node that is gone from the
-// cluster's API (its Node deleted) join again: an agent registers again
-// when restarted; a joining server, whose etcd member went with its
-// Node, joins afresh once its datastore is gone.
+// cluster's API join again: an agent registers again when restarted; a
+// server whose etcd member went with its Node (deleted) joins afresh once
+// its datastore is gone, and one whose member is still the cluster's (a
+// join interrupted before its Node registered) is only started again.
 func (n *nodeApply) rejoinIfMissing(ctx context.Context) error {
 	s, pr := n.s, n.pr
 	if n.changed || pr.binary == "" || s.Init || s.Kubeconfig == "" {
@@ -100,6 +101,19 @@ func (n *nodeApply) rejoinIfMissing(ctx context.Context) error {
 	}
 	if !missing {
 		return nil
+	}
+	if s.Role == RoleServer {
+		// A join that was interrupted before the Node registered left its
+		// etcd member in the cluster: k3s, started again with its
+		// datastore, carries on with it. Only a server whose member went
+		// with its Node joins afresh.
+		member, err := hasEtcdMember(ctx, s, n.name)
+		if err != nil {
+			return n.p.nodeErr(n.name, "list the cluster's etcd members", err)
+		}
+		if member {
+			return nil // start() starts k3s if it is not running
+		}
 	}
 	registry.CallOf(ctx).ReportStep("re-joining " + n.name + ", missing from the cluster's API")
 	if s.Role == RoleServer {
