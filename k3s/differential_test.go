@@ -77,7 +77,7 @@ type diffSide struct {
 	// setHook sets a function told of every remote command (its host,
 	// named as the normalizer names it, and step); nil removes it.
 	setHook func(func(node, step string))
-	norm      *normalizer
+	norm    *normalizer
 	// dump logs what the hosts logged, to explain a failure while they
 	// still run; nil: nothing to log.
 	dump func()
