@@ -171,15 +171,18 @@ func (a *app) runOp(ctx context.Context, rf runFlags, name string, ids []manifes
 		return err
 	}
 	pr.Finish(report, err)
+	// A sandbox that ends with this command takes its kubeconfigs with
+	// it: no "Try:" command that could not work.
+	ending := rf.sandbox && !rf.hold
 	if name == "apply" && !a.quiet {
-		a.printApplied(ctx, s.engine, report)
+		a.printApplied(ctx, s.engine, report, !ending)
 	}
 	switch {
 	case rf.hold:
 		a.note("openctl: --hold: the sandbox keeps serving; stop it with Ctrl-C")
 		<-ctx.Done()
-	case rf.sandbox && name == "apply" && err == nil:
-		a.note("openctl: --sandbox: the sandbox and what it holds end with this command; give --hold to keep it serving until Ctrl-C")
+	case ending && name == "apply":
+		a.note("openctl: --sandbox: the sandbox has ended with this command, and its files with it; to keep it serving and use kubectl against it, run again with --hold (make run ARGS=--hold) and stop it with Ctrl-C")
 	}
 	if err != nil {
 		// The summary on stdout lists each failure with what to do; stderr
@@ -395,8 +398,9 @@ refused, naming the owner. A resource that is already gone is not an error.`,
 }
 
 // printApplied prints, per kind, a table of the resources an apply created
-// or updated, with their live status (the VMs' nodes, VMIDs and addresses).
-func (a *app) printApplied(ctx context.Context, e *openctl.Engine, report *openctl.Report) {
+// or updated, with their live status (the VMs' nodes, VMIDs and
+// addresses), then, withHints, the commands to try on them.
+func (a *app) printApplied(ctx context.Context, e *openctl.Engine, report *openctl.Report, withHints bool) {
 	byKind := map[string][]*manifest.Resource{}
 	ages := map[manifest.ID]time.Time{}
 	kinds := map[string]registry.Kind{}
@@ -426,7 +430,7 @@ func (a *app) printApplied(ctx context.Context, e *openctl.Engine, report *openc
 		fmt.Fprintln(a.stdout)
 		_ = output.Print(a.stdout, output.Table, rs, output.Options{Kind: kinds[key], Ages: ages, Now: time.Now})
 		for _, r := range rs {
-			if h, ok := expandHint(kinds[key].Hint, r); ok {
+			if h, ok := expandHint(kinds[key].Hint, r); ok && withHints {
 				hints = append(hints, h)
 			}
 		}

@@ -41,6 +41,10 @@ func TestSandboxUnprivileged(t *testing.T) {
 		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 		assert.Contains(t, stdout.String(), "Apply complete: 11 created, 0 updated, 0 unchanged, 0 failed")
 		assert.Regexp(t, `dev +Ready +v1\.37\.2\+k3s1 +https://127\.[0-9]+\.1\.49:6443 +5/5`, stdout.String())
+		// The sandbox ends with the command: no kubeconfig to try, and
+		// the way to keep it is named.
+		assert.NotContains(t, stdout.String(), "Try: ")
+		assert.Contains(t, stderr.String(), "the sandbox has ended with this command, and its files with it; to keep it serving and use kubectl against it, run again with --hold (make run ARGS=--hold)")
 		left, err := filepath.Glob(filepath.Join(dir, "openctl-sandbox-*"))
 		require.NoError(t, err)
 		assert.Empty(t, left, "the sandbox's directory is removed at the end")
