@@ -1,6 +1,7 @@
 package k3s_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -190,6 +191,49 @@ func TestClusterSpecErrors(t *testing.T) {
 	err := p.Validate(t.Context(), decodeOne(t, strings.Replace(proxmoxCluster, "count: 3", "count: 2", 1)))
 	require.ErrorIs(t, err, errcode.Invalid)
 	assert.Contains(t, err.Error(), "spec.nodes.controlPlane.count: Cluster dev: 2 servers")
+
+	// The VIP is an address no machine has.
+	err = p.Validate(t.Context(), decodeOne(t, strings.Replace(hostsCluster, "address: 10.0.0.100", "address: 10.0.0.12", 1)))
+	require.ErrorIs(t, err, errcode.Invalid)
+	assert.Contains(t, err.Error(), "spec.vip.address: Cluster lab: 10.0.0.12 is also the address of spec.hosts[2] (s2): the VIP must be an address no machine has")
+	withVIP := strings.Replace(proxmoxCluster, "  k3s: {", "  vip: {address: 192.168.1.52}\n  k3s: {", 1)
+	err = p.Validate(t.Context(), decodeOne(t, withVIP))
+	require.ErrorIs(t, err, errcode.Invalid)
+	assert.Contains(t, err.Error(), "spec.vip.address: Cluster dev: 192.168.1.52 is also the static address of machine 3 (control planes first, from spec.network.staticIPs.startIP 192.168.1.50)")
+	require.NoError(t, p.Validate(t.Context(), decodeOne(t, strings.Replace(withVIP, "192.168.1.52}", "192.168.1.49}", 1))))
+
+	// Static addresses stay inside the subnet, off its broadcast and
+	// network addresses and the gateway's.
+	for _, tt := range []struct{ name, staticIPs, want string }{
+		{"broadcast", "{startIP: 192.168.1.252, gateway: 192.168.1.1, netmask: 255.255.255.0}", "machine 4 of them (control planes first) would get 192.168.1.255, the subnet's broadcast address"},
+		{"past the subnet", "{startIP: 192.168.1.252, gateway: 192.168.1.1, netmask: /23}", "machine 4 of them (control planes first) would get 192.168.1.255, the subnet's broadcast address"},
+		{"outside a /31", "{startIP: 192.168.1.1, gateway: 192.168.1.0, netmask: /31}", "machine 2 of them (control planes first) would get 192.168.1.2, outside the subnet 192.168.1.0/31"},
+		{"gateway", "{startIP: 192.168.1.250, gateway: 192.168.1.252, netmask: '24'}", "machine 3 of them (control planes first) would get 192.168.1.252, the gateway's address"},
+		{"network address", "{startIP: 192.168.1.0, gateway: 192.168.1.1, netmask: '24'}", "machine 1 of them (control planes first) would get 192.168.1.0, the subnet's network address"},
+		{"gateway elsewhere", "{startIP: 192.168.1.50, gateway: 192.168.2.1, netmask: '24'}", "spec.network.staticIPs.gateway: Cluster dev: 192.168.2.1 is outside the subnet 192.168.1.0/24"},
+		{"netmask", "{startIP: 192.168.1.50, gateway: 192.168.1.1, netmask: 255.0.255.0}", "spec.network.staticIPs.netmask: Cluster dev: not a contiguous netmask"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := strings.Replace(proxmoxCluster, "{startIP: 192.168.1.50, gateway: 192.168.1.1, netmask: 255.255.255.0}", tt.staticIPs, 1)
+			err := p.Validate(t.Context(), decodeOne(t, c))
+			require.ErrorIs(t, err, errcode.Invalid)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+	// The last address before the broadcast is fine.
+	require.NoError(t, p.Validate(t.Context(), decodeOne(t, strings.Replace(proxmoxCluster, "startIP: 192.168.1.50", "startIP: 192.168.1.250", 1))))
+
+	// A Cluster expands within the limit of one manifest, refused before
+	// anything is expanded.
+	var pools strings.Builder
+	for i := range 60 {
+		fmt.Fprintf(&pools, "      - {name: pool%d, count: 100}\n", i)
+	}
+	big := strings.Replace(proxmoxCluster, "      - {name: worker, count: 2, size: {cpus: 4, memoryMB: 8192}}\n", pools.String(), 1)
+	big = strings.Replace(big, "  network:\n    staticIPs: {startIP: 192.168.1.50, gateway: 192.168.1.1, netmask: 255.255.255.0}\n", "", 1)
+	err = p.Validate(t.Context(), decodeOne(t, big))
+	require.ErrorIs(t, err, errcode.Invalid)
+	assert.Contains(t, err.Error(), "spec.nodes: Cluster dev: 6003 machines expand to 12007 resources (a VM and a Node each, and the Cluster); at most 10000, the limit of one manifest")
 }
 
 func TestNodeSpecErrors(t *testing.T) {

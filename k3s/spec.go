@@ -380,8 +380,12 @@ func (s *ClusterSpec) validate() error {
 		}
 	}
 	if s.VIP != nil {
-		if _, err := netip.ParseAddr(s.VIP.Address); err != nil {
+		vip, err := netip.ParseAddr(s.VIP.Address)
+		if err != nil {
 			return invalid("spec.vip.address", "not an IP address: %q", s.VIP.Address)
+		}
+		if err := s.checkVIPFree(vip); err != nil {
+			return err
 		}
 	}
 	for i, san := range s.TLSSANs {
@@ -454,13 +458,104 @@ func (s *ClusterSpec) validateCompute() error {
 			return invalid(p+".count", "must be from 0 to 100, got %d", w.Count)
 		}
 	}
+	machines := s.Nodes.machines()
+	if resources := 1 + 2*machines; resources > maxClusterResources {
+		return invalid("spec.nodes", "%d machines expand to %d resources (a VM and a Node each, and the Cluster); at most %d, the limit of one manifest", machines, resources, maxClusterResources)
+	}
 	if n := s.Network; n != nil && n.StaticIPs != nil {
-		if _, err := netip.ParseAddr(n.StaticIPs.StartIP); err != nil {
-			return invalid("spec.network.staticIPs.startIP", "not an IP address: %q", n.StaticIPs.StartIP)
+		return checkStaticRange(n.StaticIPs, machines)
+	}
+	return nil
+}
+
+// machines is how many VMs the pools make.
+func (n *NodesSpec) machines() int {
+	m := n.ControlPlane.Count
+	for _, w := range n.Workers {
+		m += w.Count
+	}
+	return m
+}
+
+// maxClusterResources bounds what one Cluster expands to, as one
+// manifest's resources are bounded.
+const maxClusterResources = 10_000
+
+// checkStaticRange refuses a static range whose machines' addresses
+// (handed out in order from startIP) would leave the subnet, take its
+// network or broadcast address, or the gateway's.
+func checkStaticRange(st *StaticIPsSpec, machines int) error {
+	start, err := netip.ParseAddr(st.StartIP)
+	if err != nil {
+		return invalid("spec.network.staticIPs.startIP", "not an IP address: %q", st.StartIP)
+	}
+	gw, err := netip.ParseAddr(st.Gateway)
+	if err != nil {
+		return invalid("spec.network.staticIPs.gateway", "not an IP address: %q", st.Gateway)
+	}
+	bits, err := maskBits(st.Netmask)
+	if err != nil {
+		return invalid("spec.network.staticIPs.netmask", "%v", err)
+	}
+	if !start.Is4() {
+		return invalid("spec.network.staticIPs.startIP", "must be an IPv4 address, got %q", st.StartIP)
+	}
+	subnet := netip.PrefixFrom(start, bits).Masked()
+	if !subnet.Contains(gw) {
+		return invalid("spec.network.staticIPs.gateway", "%s is outside the subnet %s", gw, subnet)
+	}
+	a := start
+	for i := range machines {
+		what := ""
+		switch {
+		case !subnet.Contains(a):
+			what = "outside the subnet " + subnet.String()
+		case bits <= 30 && a == subnet.Addr():
+			what = "the subnet's network address"
+		case bits <= 30 && a == lastAddr(subnet):
+			what = "the subnet's broadcast address"
+		case a == gw:
+			what = "the gateway's address"
 		}
-		if _, err := netip.ParseAddr(n.StaticIPs.Gateway); err != nil {
-			return invalid("spec.network.staticIPs.gateway", "not an IP address: %q", n.StaticIPs.Gateway)
+		if what != "" {
+			return invalid("spec.network.staticIPs.startIP", "the %d machines take the addresses from %s on; machine %d of them (control planes first) would get %s, %s", machines, start, i+1, a, what)
 		}
+		a = a.Next()
+	}
+	return nil
+}
+
+// lastAddr is the last address of an IPv4 prefix (its broadcast address).
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Masked().Addr().As4()
+	host := uint32(1)<<(32-p.Bits()) - 1
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) | host
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// checkVIPFree refuses a VIP that is also a machine's address: a listed
+// host's, or one of the static range's.
+func (s *ClusterSpec) checkVIPFree(vip netip.Addr) error {
+	for i, h := range s.Hosts {
+		if a, err := netip.ParseAddr(h.Address); err == nil && a == vip {
+			return invalid("spec.vip.address", "%s is also the address of spec.hosts[%d] (%s): the VIP must be an address no machine has", vip, i, h.Name)
+		}
+	}
+	n := s.Network
+	if s.Nodes == nil || n == nil || n.StaticIPs == nil {
+		return nil
+	}
+	start, err := netip.ParseAddr(n.StaticIPs.StartIP)
+	if err != nil {
+		return nil // refused with its own field
+	}
+	machines := s.Nodes.machines()
+	a := start
+	for i := range machines {
+		if a == vip {
+			return invalid("spec.vip.address", "%s is also the static address of machine %d (control planes first, from spec.network.staticIPs.startIP %s): the VIP must be an address no machine has", vip, i+1, start)
+		}
+		a = a.Next()
 	}
 	return nil
 }
