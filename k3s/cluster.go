@@ -359,17 +359,21 @@ func (p *Provider) clusterStatus(ctx context.Context, members []nodeRef, ssh SSH
 	ready := 0
 	st := map[string]any{}
 	version := ""
-	for i, m := range members {
+	for _, m := range members {
 		loc, h, err := p.memberHost(ctx, m, ssh)
-		if err != nil {
-			return nil, err
+		var ns map[string]any
+		if err == nil {
+			ns, err = p.nodeStatus(ctx, h, m.Name, loc)
 		}
-		ns, err := p.nodeStatus(ctx, h, m.Name, loc)
 		if err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			// A node whose host does not answer is part of the status.
+			ns = map[string]any{"phase": PhaseUnreachable, "message": err.Error()}
 		}
 		var agentVersion any
-		if a != nil {
+		if a != nil && ns["phase"] != PhaseUnreachable {
 			as, why := p.agentStatus(ctx, m.Address, a)
 			if why != "" && ns["phase"] == PhaseReady {
 				ns["phase"], ns["message"] = PhaseNotReady, why
@@ -399,7 +403,9 @@ func (p *Provider) clusterStatus(ctx context.Context, members []nodeRef, ssh SSH
 			n["message"] = msg
 		}
 		nodes = append(nodes, n)
-		if i == 0 {
+		// The cluster's tokens, kubeconfig and endpoint: the first server
+		// that answers.
+		if _, ok := st["kubeconfig"]; !ok && ns["kubeconfig"] != nil {
 			for _, k := range []string{"token", "agentToken", "kubeconfig"} {
 				if v, ok := ns[k]; ok {
 					st[k] = v
@@ -529,8 +535,10 @@ func contextName(cluster string, s *ClusterSpec) string {
 // first server's kubeconfig (st["kubeconfig"], replaced by the one users
 // get: pointed at the endpoint, named ctxName), and sets each node's
 // phase from the API: Ready only when the host runs k3s and the API has
-// the node Ready. A cluster whose API does not answer is NotReady, its
-// message saying why; only a kubeconfig that cannot be used is an error.
+// the node Ready. A cluster whose API does not answer is Down, one whose
+// nodes are not all Ready is Degraded, each message saying why and
+// whether etcd keeps its quorum; only a kubeconfig that cannot be used is
+// an error.
 func (p *Provider) apiStatus(ctx context.Context, st map[string]any, ctxName string) error {
 	raw, _ := st["kubeconfig"].(string)
 	endpoint, _ := st["endpoint"].(string)
@@ -555,8 +563,8 @@ func (p *Provider) apiStatus(ctx context.Context, st map[string]any, ctxName str
 	}
 	if err != nil {
 		if errcode.Is(err, errcode.Transient) || errcode.Is(err, errcode.Invalid) {
-			st["phase"] = PhaseNotReady
-			st["message"] = "the API at " + endpoint + " does not answer: " + err.Error()
+			st["phase"] = PhaseDown
+			st["message"] = "the API at " + endpoint + " does not answer: " + err.Error() + quorumNote(st)
 			return nil
 		}
 		return err
@@ -577,6 +585,8 @@ func (p *Provider) apiStatus(ctx context.Context, st map[string]any, ctxName str
 		case !ok:
 			m["phase"] = "Missing"
 			notReady = append(notReady, name+" is not in the API")
+		case m["phase"] == PhaseUnreachable:
+			notReady = append(notReady, name+" is Unreachable ("+fmt.Sprint(m["message"])+")")
 		case m["phase"] != PhaseReady:
 			notReady = append(notReady, name+" is "+fmt.Sprint(m["phase"])+" on its host")
 		case !n.Ready:
@@ -596,9 +606,34 @@ func (p *Provider) apiStatus(ctx context.Context, st map[string]any, ctxName str
 		delete(st, "message")
 		return nil
 	}
-	st["phase"] = PhaseNotReady
-	st["message"] = strings.Join(notReady, "; ")
+	st["phase"] = PhaseDegraded
+	st["message"] = strings.Join(notReady, "; ") + quorumNote(st)
 	return nil
+}
+
+// quorumNote says whether etcd keeps its quorum: how many of the servers
+// in st["nodes"] have k3s running (their host answers and the service
+// is up).
+func quorumNote(st map[string]any) string {
+	list, _ := st["nodes"].([]any)
+	servers, up := 0, 0
+	for _, e := range list {
+		m, _ := e.(map[string]any)
+		if m["role"] != RoleServer {
+			continue
+		}
+		servers++
+		if ph := m["phase"]; ph != PhaseUnreachable && ph != PhaseStopped {
+			up++
+		}
+	}
+	if servers == 0 {
+		return ""
+	}
+	if up >= servers/2+1 {
+		return fmt.Sprintf("; etcd keeps its quorum: %d of %d servers up", up, servers)
+	}
+	return fmt.Sprintf("; etcd has lost its quorum: %d of %d servers up, %d needed", up, servers, servers/2+1)
 }
 
 // writeKubeconfig writes the cluster's kubeconfig (st["kubeconfig"]) to
@@ -645,6 +680,16 @@ func (p *Provider) getCluster(ctx context.Context, id manifest.ID) (*manifest.Re
 	}
 	if e, ok := prior.Status["endpoint"]; ok {
 		st["endpoint"] = e
+	}
+	// No server answered over SSH: the API is read with what was
+	// recorded, to tell a cluster that serves (Degraded) from one that
+	// does not (Down).
+	if _, ok := st["kubeconfig"]; !ok {
+		for _, k := range []string{"token", "agentToken", "kubeconfig"} {
+			if v, ok := prior.Status[k]; ok {
+				st[k] = v
+			}
+		}
 	}
 	cs, err := p.clusterSpec(prior)
 	if err != nil {

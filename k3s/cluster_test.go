@@ -118,7 +118,7 @@ func TestSingleServerCluster(t *testing.T) {
 	clusterChange := plan.Changes[len(plan.Changes)-1]
 	require.Equal(t, k3s.KindCluster, clusterChange.ID.Kind)
 	assert.Equal(t, openctl.ActionUpdate, clusterChange.Action)
-	assert.Contains(t, strings.Join(clusterChange.Reasons, "\n"), "the cluster is NotReady: ")
+	assert.Contains(t, strings.Join(clusterChange.Reasons, "\n"), "the cluster is Down: the API at ")
 	rep, err = e.engine.Apply(ctx, c)
 	require.NoError(t, err)
 	node, err = e.engine.Get(ctx, manifest.ID{APIVersion: k3s.APIVersion, Kind: k3s.KindNode, Name: "one"})

@@ -3,6 +3,7 @@ package k3s
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"strconv"
 	"strings"
@@ -17,11 +18,20 @@ import (
 	"github.com/openctl/openctl/remote"
 )
 
-// The phases of a node.
+// The phases of a node and of a cluster. A node is Ready, NotReady
+// (its k3s runs but the API does not have it Ready), Stopped (its k3s
+// service is not running) or Unreachable (its host does not answer; the
+// message says how it failed). A cluster is Ready, Degraded (its API
+// answers but not every node is Ready: the message names them and says
+// whether etcd keeps its quorum), Down (no server answers) or NotReady
+// (still being made: no kubeconfig yet).
 const (
-	PhaseReady    = "Ready"
-	PhaseNotReady = "NotReady"
-	PhaseStopped  = "Stopped"
+	PhaseReady       = "Ready"
+	PhaseNotReady    = "NotReady"
+	PhaseStopped     = "Stopped"
+	PhaseUnreachable = "Unreachable"
+	PhaseDegraded    = "Degraded"
+	PhaseDown        = "Down"
 )
 
 // target is how to reach a node.
@@ -517,16 +527,27 @@ func (p *Provider) getNode(ctx context.Context, id manifest.ID) (*manifest.Resou
 	if err != nil {
 		return nil, err
 	}
+	prior := registry.CallOf(ctx).Prior
 	h, err := p.pool.Host(ctx, loc.target())
 	if err != nil {
-		return nil, p.nodeErr(id.Name, "connect", err)
+		err = p.nodeErr(id.Name, "connect", err)
 	}
-	st, err := p.nodeStatus(ctx, h, id.Name, loc)
+	var st map[string]any
+	if err == nil {
+		st, err = p.nodeStatus(ctx, h, id.Name, loc)
+	}
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// A node whose host does not answer is a status, not an error:
+		// what was recorded of it (its cluster, address, tokens) with
+		// the phase Unreachable and how the host failed.
+		st = maps.Clone(prior.Status)
+		st["phase"], st["message"] = PhaseUnreachable, err.Error()
+		return &manifest.Resource{APIVersion: id.APIVersion, Kind: id.Kind, Metadata: manifest.Metadata{Name: id.Name, Labels: prior.Metadata.Labels}, Spec: prior.Spec, Status: st}, nil
 	}
 	p.locs.Store(id.Name, loc)
-	prior := registry.CallOf(ctx).Prior
 	if c, ok := prior.Status["cluster"]; ok {
 		st["cluster"] = c
 	}
@@ -618,7 +639,9 @@ func apiURL(host string) string { return "https://" + net.JoinHostPort(host, "64
 // Diff reports what a plan and a drift check see: a node whose host runs
 // another k3s version than the spec, or whose service is not running, is
 // updated (reinstalled or restarted); changes of the spec itself are the
-// engine's to see. A cluster's own changes are its nodes'.
+// engine's to see. A cluster's own changes are its nodes'. A version
+// apply would refuse (a downgrade, a skipped minor) is refused here with
+// apply's error, so that plan says it first.
 func (p *Provider) Diff(_ context.Context, desired, live *manifest.Resource) (registry.Diff, error) {
 	// A cluster's nodes do the work; the cluster says what is wrong as a
 	// whole: a node missing from the API or not Ready, versions that
@@ -631,6 +654,12 @@ func (p *Provider) Diff(_ context.Context, desired, live *manifest.Resource) (re
 	str := func(m map[string]any, k string) string { v, _ := m[k].(string); return v }
 	want, _ := desired.Spec["k3s"].(map[string]any)
 	if v, have := str(want, "version"), str(live.Status, "version"); v != "" && have != v {
+		if what == "node" {
+			// What apply would refuse, plan refuses the same way.
+			if err := checkUpgrade(desired.Metadata.Name, have, v); err != nil {
+				return registry.Diff{}, err
+			}
+		}
 		d.Action = registry.DiffUpdate
 		d.Reasons = append(d.Reasons, fmt.Sprintf("the %s runs k3s %s, the spec says %s", runner, orNone([]string{have}), v))
 		if what == "node" {

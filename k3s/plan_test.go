@@ -12,6 +12,7 @@ import (
 	"github.com/openctl/openctl/k3s"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/refs"
+	"github.com/openctl/openctl/registry"
 )
 
 func decodeOne(t *testing.T, yaml string) *manifest.Resource {
@@ -263,4 +264,31 @@ spec:
 			assert.Contains(t, err.Error(), tt.want)
 		})
 	}
+}
+
+// Plan refuses a node's version change as apply does: a downgrade and a
+// skipped minor are errors with apply's message, not in-place updates.
+func TestDiffRefusesWhatApplyRefuses(t *testing.T) {
+	p := newOffline(t)
+	node := func(version string) *manifest.Resource {
+		return &manifest.Resource{APIVersion: k3s.APIVersion, Kind: k3s.KindNode, Metadata: manifest.Metadata{Name: "s1"},
+			Spec: map[string]any{"k3s": map[string]any{"version": version}}}
+	}
+	live := node("v1.37.2+k3s1")
+	live.Status = map[string]any{"version": "v1.37.2+k3s1", "phase": k3s.PhaseReady}
+	for _, tt := range []struct{ want, err string }{
+		{"v1.36.9+k3s1", "k3s: node s1 runs v1.37.2+k3s1: v1.36.9+k3s1 would be a downgrade, which k3s does not support"},
+		{"v1.37.1+k3s1", "k3s: node s1 runs v1.37.2+k3s1: v1.37.1+k3s1 would be a downgrade, which k3s does not support"},
+		{"v1.39.0+k3s1", "k3s: node s1 runs v1.37.2+k3s1: v1.39.0+k3s1 skips a minor version; upgrade to v1.38 first"},
+	} {
+		_, err := p.Diff(t.Context(), node(tt.want), live)
+		require.ErrorIs(t, err, errcode.Invalid, tt.want)
+		assert.Contains(t, err.Error(), tt.err)
+	}
+	d, err := p.Diff(t.Context(), node("v1.38.1+k3s1"), live)
+	require.NoError(t, err)
+	assert.Equal(t, registry.DiffUpdate, d.Action)
+	d, err = p.Diff(t.Context(), node("v1.37.2+k3s1"), live)
+	require.NoError(t, err)
+	assert.Equal(t, registry.DiffNone, d.Action)
 }

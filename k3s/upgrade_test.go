@@ -91,6 +91,9 @@ func TestRollingUpgrade(t *testing.T) {
 		"v1.39.0+k3s1": "skips a minor version; upgrade to v1.38 first",
 	} {
 		version(v)
+		_, err = eng.Plan(ctx, c)
+		require.ErrorIs(t, err, errcode.Invalid, "plan refuses what apply refuses: %s", v)
+		assert.Contains(t, err.Error(), want)
 		_, err = eng.Apply(ctx, c)
 		require.ErrorIs(t, err, errcode.Invalid, v)
 		assert.Contains(t, err.Error(), want)
