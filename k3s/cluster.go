@@ -246,6 +246,9 @@ func vmManifest(cluster, name string, s *ClusterSpec, pool PoolSpec, nodes []str
 		"memory":   map[string]any{"size": int64(size.MemoryMB)},
 		"agent":    map[string]any{"enabled": true},
 		"tags":     []any{"k3s", cluster},
+		// A cluster's machines are meant to run: apply starts one that
+		// was stopped.
+		"state": "running",
 	}
 	if s.Compute.Context != "" {
 		spec["context"] = s.Compute.Context

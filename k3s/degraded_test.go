@@ -2,6 +2,7 @@ package k3s_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +60,16 @@ func TestDegradedCluster(t *testing.T) {
 	n, err = s.engine.Get(ctx, nodeID("dev-cp-1"))
 	require.NoError(t, err)
 	assert.Equal(t, k3s.PhaseReady, n.Resource.Status["phase"])
+	plan, err := s.engine.Plan(ctx, s.cluster)
+	require.NoError(t, err, "plan reads it too")
+	actions := map[string]string{}
+	for _, c := range plan.Changes {
+		actions[c.ID.Short()] = string(c.Action) + ": " + strings.Join(c.Reasons, "; ")
+	}
+	assert.Contains(t, actions["VirtualMachine/dev-cp-0"], "update: ", "the stopped VM is started: %v", actions)
+	assert.Contains(t, actions["Node/dev-cp-0"], "known only after apply")
+	assert.Contains(t, actions["Cluster/dev"], "the cluster is Degraded: ")
+
 	_, err = s.engine.Do(ctx, vm("dev-cp-1"), "stop", nil, nil)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
@@ -67,4 +78,37 @@ func TestDegradedCluster(t *testing.T) {
 	}, 2*time.Minute, time.Second, "two of three servers off: Down\n%v", st)
 	assert.Contains(t, st["message"], "the API at https://")
 	assert.Contains(t, st["message"], "etcd has lost its quorum: 1 of 3 servers up, 2 needed")
+}
+
+// Apply repairs what it can: a Cluster's VM that was stopped is started
+// again, its node comes back Ready and the cluster Ready, reported as
+// updates; plan is empty after.
+func TestApplyStartsStoppedVM(t *testing.T) {
+	t.Parallel()
+	s := newSandboxSide(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
+	defer cancel()
+	_, err := s.engine.Apply(ctx, s.cluster)
+	require.NoError(t, err)
+	worker := manifest.ID{APIVersion: "proxmox.openctl.io/v1", Kind: "VirtualMachine", Name: "dev-worker-1"}
+	_, err = s.engine.Do(ctx, worker, "stop", nil, nil)
+	require.NoError(t, err)
+
+	rep, err := s.engine.Apply(ctx, s.cluster)
+	require.NoError(t, err)
+	outcomes := map[string]string{}
+	for _, r := range rep.Results {
+		outcomes[r.ID.Short()] = string(r.Outcome)
+	}
+	assert.Equal(t, "updated", outcomes["VirtualMachine/dev-worker-1"], "%v", outcomes)
+	f, err := s.engine.Get(ctx, worker)
+	require.NoError(t, err)
+	assert.Equal(t, "running", f.Resource.Status["state"])
+	c, err := s.engine.Get(ctx, s.cluster.ID())
+	require.NoError(t, err)
+	assert.Equal(t, k3s.PhaseReady, c.Resource.Status["phase"], "%v", c.Resource.Status["message"])
+	assert.Equal(t, "5/5", c.Resource.Status["readyNodes"])
+	plan, err := s.engine.Plan(ctx, s.cluster)
+	require.NoError(t, err)
+	assert.False(t, plan.HasChanges(), "%v", plan.Changes)
 }
