@@ -2,6 +2,7 @@ package openctl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -39,8 +40,10 @@ type Change struct {
 	// holds a secret in clear.
 	Fields []manifest.FieldChange
 	// Reasons explain the action ("does not exist", "values from
-	// VirtualMachine/db are known only after apply", a provider's reason
-	// for a replace).
+	// VirtualMachine/db are known only after apply", "VirtualMachine/db
+	// does not report status.sshHostKey yet: …" for a field its kind
+	// declares that apply would wait for, a provider's reason for a
+	// replace).
 	Reasons []string
 	// DependsOn lists the resources this one's $refs point at, sorted.
 	DependsOn []manifest.ID
@@ -269,6 +272,15 @@ func (e *Engine) planChange(ctx context.Context, n *node, plan *Plan, c Change, 
 
 	var resolved *manifest.Resource
 	if err := e.safe("resolve", n.id, func() (err error) { resolved, err = refs.Resolve(ctx, getter{e}, n.res); return err }); err != nil {
+		var rerr *refs.Error
+		if errors.Is(err, refs.ErrFieldNotFound) && errors.As(err, &rerr) && e.declares(rerr.Target, rerr.Field) {
+			// A field its target's kind declares but does not report
+			// yet (a VM's host key before its guest agent answers):
+			// apply waits for it, so the plan shows it pending.
+			c.Action = ActionUpdate
+			c.Reasons = append(c.Reasons, fmt.Sprintf("%s does not report %s yet: its value is known only after apply, which waits for it", rerr.Target.Short(), rerr.Field))
+			return c, nil
+		}
 		return c, err
 	}
 	if resolved, err = restoreSecrets(n, resolved, rec); err != nil {

@@ -109,3 +109,43 @@ func TestApplyWaitsForDeclaredField(t *testing.T) {
 		assert.NotContains(t, err.Error(), "waited")
 	})
 }
+
+// TestPlanShowsDeclaredFieldPending: a $ref to a field its target's kind
+// declares but does not report at the moment (a VM just started, its
+// guest agent not answering yet) is no plan error: the dependent is shown
+// pending, as apply waits for the field. A field of a kind that declares
+// none is still an error.
+func TestPlanShowsDeclaredFieldPending(t *testing.T) {
+	ctx := t.Context()
+	rs := []*manifest.Resource{thing("vm", nil), thing("node", map[string]any{"hostKey": ref("vm", "status.hostKey")})}
+	p := &lateFieldProvider{testProvider: newTestProvider(), declare: []string{"spec", "status.ip", "status.hostKey"}, readsUntilKey: 1}
+	e := newEngine(t, p)
+	_, err := e.Apply(ctx, rs...)
+	require.NoError(t, err)
+	plan, err := e.Plan(ctx, rs...)
+	require.NoError(t, err)
+	assert.False(t, plan.HasChanges())
+
+	p.readsUntilKey = 1 << 40 // the key is gone for now
+	plan, err = e.Plan(ctx, rs...)
+	require.NoError(t, err)
+	require.Len(t, plan.Changes, 2)
+	for _, c := range plan.Changes {
+		switch c.ID {
+		case thingID("vm"):
+			assert.Equal(t, openctl.ActionNoOp, c.Action)
+		case thingID("node"):
+			assert.Equal(t, openctl.ActionUpdate, c.Action)
+			assert.Equal(t, []string{"Thing/vm does not report status.hostKey yet: its value is known only after apply, which waits for it"}, c.Reasons)
+		}
+	}
+
+	undeclared := &lateFieldProvider{testProvider: newTestProvider(), readsUntilKey: 1}
+	e = newEngine(t, undeclared)
+	_, err = e.Apply(ctx, rs...)
+	require.NoError(t, err)
+	undeclared.readsUntilKey = 1 << 40
+	_, err = e.Plan(ctx, rs...)
+	require.Error(t, err, "a kind that declares no fields promises none")
+	assert.True(t, errors.Is(err, refs.ErrFieldNotFound), "%v", err)
+}
