@@ -351,9 +351,55 @@ func (p *Provider) waitReady(ctx context.Context, h *remote.Host, name string, l
 				return nil, ctx.Err()
 			}
 			// Not Transient: the wait already was the retry.
-			return nil, errcode.New(errcode.Internal, fmt.Sprintf("k3s: node %s (%s): not ready after %s: %s", name, h.Addr(), p.cfg.ReadyTimeout, why))
+			return nil, errcode.New(errcode.Internal, fmt.Sprintf("k3s: node %s (%s): not ready after %s: %s%s", name, h.Addr(), p.cfg.ReadyTimeout, why, lastLogged(ctx, h, loc.Role)))
 		}
 	}
+}
+
+// lastLogScript prints the last lines the node's k3s service logged: its
+// journal under systemd, its log file under OpenRC.
+const lastLogScript = `svc=$1
+if [ -d /run/systemd/system ] && command -v journalctl >/dev/null 2>&1; then
+  journalctl -u "$svc" -n 20 --no-pager -o cat 2>/dev/null
+else
+  tail -n 20 /var/log/$svc.log 2>/dev/null
+fi
+exit 0`
+
+// lastLogged is "; k3s last logged: <line>" — the last fatal or error
+// line of the node's k3s log, else its last line — or "" when there is
+// none to read: what a node that does not become ready says about why.
+func lastLogged(ctx context.Context, h *remote.Host, role string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := h.Run(ctx, remote.Command{Step: "read k3s's last log lines", Script: "set -- " + service(role) + "\n" + lastLogScript})
+	if err != nil {
+		return ""
+	}
+	if line := lastLogLine(string(res.Stdout)); line != "" {
+		return "; k3s last logged: " + line
+	}
+	return ""
+}
+
+// lastLogLine is the last fatal or error line of log, else its last
+// line.
+func lastLogLine(log string) string {
+	var last, bad string
+	for line := range strings.Lines(log) {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		last = line
+		if strings.Contains(line, "level=fatal") || strings.Contains(line, "level=error") {
+			bad = line
+		}
+	}
+	if bad != "" {
+		return bad
+	}
+	return last
 }
 
 // inAPI returns why node name is not Ready in the cluster's API, or "".

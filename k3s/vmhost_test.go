@@ -139,6 +139,9 @@ func TestK3sService(t *testing.T) {
 			}
 			require.Eventually(t, func() bool { return strings.Contains(logs(), "k3s is up and running") }, 20*time.Second, 5*time.Millisecond, "waiting for %s", "k3s's log")
 			assert.Contains(t, logs(), `args="server --node-name=cp-0 --node-ip=10.0.0.11 --cluster-init" token=set`)
+			// What a node that does not become ready reports: the last
+			// lines of the same log.
+			assert.Contains(t, mustRun(t, h, "set -- k3s\n"+lastLogScript), "k3s is up and running")
 			if init == vmhost.InitSystemd {
 				l := logs()
 				assert.Contains(t, l, "Starting k3s.service - Lightweight Kubernetes (written by openctl)...\n")
