@@ -106,22 +106,28 @@ func (n *nodeApply) rejoinIfMissing(ctx context.Context) error {
 		// A join that was interrupted before the Node registered left its
 		// etcd member in the cluster: k3s, started again with its
 		// datastore, carries on with it. Only a server whose member went
-		// with its Node joins afresh.
+		// with its Node joins afresh. k3s is stopped first, so that a
+		// join still under way cannot add its member after the check.
+		if _, err := n.h.Run(ctx, remote.Command{Step: "stop k3s", Script: stopScript(pr.init, s.Role)}); err != nil {
+			return n.p.nodeErr(n.name, "stop k3s", err)
+		}
+		pr.active = false
 		member, err := hasEtcdMember(ctx, s, n.name)
 		if err != nil {
 			return n.p.nodeErr(n.name, "list the cluster's etcd members", err)
 		}
 		if member {
-			return nil // start() starts k3s if it is not running
+			registry.CallOf(ctx).ReportStep("starting " + n.name + " again: its etcd member is the cluster's, its Node not registered yet")
+			return nil // start() starts it
 		}
-	}
-	registry.CallOf(ctx).ReportStep("re-joining " + n.name + ", missing from the cluster's API")
-	if s.Role == RoleServer {
-		if _, err := n.h.Run(ctx, remote.Command{Step: "clear the datastore", Script: stopScript(pr.init, s.Role) + "\nrm -rf " + dataDir + "/server/db"}); err != nil {
+		registry.CallOf(ctx).ReportStep("re-joining " + n.name + ", missing from the cluster's API")
+		if _, err := n.h.Run(ctx, remote.Command{Step: "clear the datastore", Script: "rm -rf " + dataDir + "/server/db"}); err != nil {
 			return n.p.nodeErr(n.name, "clear the datastore", err)
 		}
-		pr.active = false
+		n.changed = true
+		return nil
 	}
+	registry.CallOf(ctx).ReportStep("re-joining " + n.name + ", missing from the cluster's API")
 	n.changed = true
 	return nil
 }

@@ -33,7 +33,7 @@ import (
 // It interrupts through the context only: a SIGKILL of the process (no
 // clean-up at all) is the Proxmox soak's (cmd/openctl), not yet this one's.
 const (
-	k3sSoakDefaultTrials = 20
+	k3sSoakDefaultTrials = 10
 	k3sSoakWorkers       = 4 // trials run at once, each with its own sandbox
 	k3sSoakMaxApplies    = 3
 )
@@ -85,6 +85,7 @@ func TestSoakInterruptedK3sApply(t *testing.T) {
 			defer func() { <-slots }()
 			r := &results[i]
 			r.seed = base + uint64(i)
+			defer func() { assert.Empty(t, r.problems, "seed %d, %s", r.seed, r.at) }()
 			rng := rand.New(rand.NewPCG(r.seed, r.seed))
 			k, delay := 1+rng.IntN(commands), time.Duration(rng.IntN(300))*time.Millisecond
 			s := newSandboxSide(t)
@@ -152,7 +153,6 @@ func TestSoakInterruptedK3sApply(t *testing.T) {
 				}
 				r.problems = append(r.problems, "plan after convergence: "+strings.Join(changes, ", "))
 			}
-			assert.Empty(t, r.problems, "seed %d, %s", r.seed, r.at)
 		})
 	}
 	t.Cleanup(func() {
