@@ -368,7 +368,11 @@ func (p *Provider) installAgent(ctx context.Context, h *remote.Host, init, uname
 		}
 	}
 	certPEM := []byte(pr.cert)
-	if !certFits(pr.cert, a, name, address) {
+	// An agent that does not run gets fresh credentials too: an install
+	// interrupted between its key and its certificate leaves a pair that
+	// does not load (a key missing, or not the certificate's), and the
+	// service fails on it however often it is restarted.
+	if !pr.active || !certFits(pr.cert, a, name, address) {
 		var ips []net.IP
 		if ip, err := netip.ParseAddr(address); err == nil {
 			ips = append(ips, net.IP(ip.AsSlice()))

@@ -112,3 +112,30 @@ func TestApplyStartsStoppedVM(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, plan.HasChanges(), "%v", plan.Changes)
 }
+
+// An agent install interrupted between the agent's key and its
+// certificate leaves a service that fails on every start (the key
+// missing); the next apply gives it fresh credentials and it answers.
+func TestApplyRepairsAgentWithoutKey(t *testing.T) {
+	t.Parallel()
+	s := newSandboxSide(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
+	defer cancel()
+	_, err := s.engine.Apply(ctx, s.cluster)
+	require.NoError(t, err)
+	_, err = s.run(ctx, "dev-worker-1", "rm -f /etc/openctl-agent/server.key && systemctl restart openctl-agent")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		out, _ := s.run(ctx, "dev-worker-1", "systemctl is-active openctl-agent || true")
+		return strings.TrimSpace(out) != "active"
+	}, 30*time.Second, 200*time.Millisecond, "the agent fails without its key")
+
+	_, err = s.engine.Apply(ctx, s.cluster)
+	require.NoError(t, err)
+	out, err := s.run(ctx, "dev-worker-1", "systemctl is-active openctl-agent; test -s /etc/openctl-agent/server.key && echo key")
+	require.NoError(t, err)
+	assert.Equal(t, "active\nkey\n", out)
+	c, err := s.engine.Get(ctx, s.cluster.ID())
+	require.NoError(t, err)
+	assert.Equal(t, k3s.PhaseReady, c.Resource.Status["phase"], "%v", c.Resource.Status["message"])
+}

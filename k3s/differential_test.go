@@ -81,6 +81,9 @@ type diffSide struct {
 	// dump logs what the hosts logged, to explain a failure while they
 	// still run; nil: nothing to log.
 	dump func()
+	// run runs a script as root on a node's host (the sandbox side's;
+	// nil on the other).
+	run func(ctx context.Context, node, script string) (string, error)
 	// hostKeys fills norm's host keys once the VMs run.
 	hostKeys func(ctx context.Context) (map[string]ssh.PublicKey, error)
 	// srv is the side's Proxmox VE simulator.
@@ -210,6 +213,18 @@ func newSandboxSide(t *testing.T) *diffSide {
 		extra:     diffExtraNode(lan(60).String()),
 		extraSSH:  net.JoinHostPort(w.MapAddress(lan(60)).String(), fmt.Sprint(h.SSHPort)),
 		takeSteps: rec.take, norm: n, setHook: hookSetter(rec, n),
+		run: func(ctx context.Context, node, script string) (string, error) {
+			hh, ok := w.Host(node)
+			if !ok {
+				return "", fmt.Errorf("no host %s", node)
+			}
+			var out strings.Builder
+			st, err := hh.Run(ctx, script, nil, &out, &out, nil, "root")
+			if err == nil && st != 0 {
+				err = fmt.Errorf("%s: status %d: %s", script, st, out.String())
+			}
+			return out.String(), err
+		},
 		hostKeys: func(ctx context.Context) (map[string]ssh.PublicKey, error) {
 			keys := map[string]ssh.PublicKey{}
 			for _, name := range diffNodes {
