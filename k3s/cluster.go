@@ -363,17 +363,9 @@ func (p *Provider) clusterStatus(ctx context.Context, members []nodeRef, ssh SSH
 	st := map[string]any{}
 	version := ""
 	for _, m := range members {
-		loc, h, err := p.memberHost(ctx, m, ssh)
-		var ns map[string]any
-		if err == nil {
-			ns, err = p.nodeStatus(ctx, h, m.Name, loc)
-		}
+		ns, err := p.reachableStatus(ctx, m.Name, m.location(ssh))
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			// A node whose host does not answer is part of the status.
-			ns = map[string]any{"phase": PhaseUnreachable, "message": err.Error()}
+			return nil, err
 		}
 		var agentVersion any
 		if a != nil && ns["phase"] != PhaseUnreachable {
@@ -441,12 +433,17 @@ func (p *Provider) clusterStatus(ctx context.Context, members []nodeRef, ssh SSH
 // memberHost is where a cluster's node is and its (pooled) SSH
 // connection.
 func (p *Provider) memberHost(ctx context.Context, m nodeRef, ssh SSHSpec) (*location, *remote.Host, error) {
-	loc := &location{Role: m.Role, Address: m.Address, SSHHostKey: m.SSHHostKey, SSH: ssh}
+	loc := m.location(ssh)
 	h, err := p.pool.Host(ctx, loc.target())
 	if err != nil {
 		return nil, nil, p.nodeErr(m.Name, "connect", err)
 	}
 	return loc, h, nil
+}
+
+// location is where m is and how to log in to it.
+func (m nodeRef) location(ssh SSHSpec) *location {
+	return &location{Role: m.Role, Address: m.Address, SSHHostKey: m.SSHHostKey, SSH: ssh}
 }
 
 // nodeRef locates one node of a cluster.

@@ -20,11 +20,7 @@ import (
 // does not answer), saying the quorum is lost.
 func TestDegradedCluster(t *testing.T) {
 	t.Parallel()
-	s := newSandboxSide(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
-	defer cancel()
-	_, err := s.engine.Apply(ctx, s.cluster)
-	require.NoError(t, err)
+	s, ctx := appliedSandbox(t)
 
 	vm := func(name string) manifest.ID {
 		return manifest.ID{APIVersion: "proxmox.openctl.io/v1", Kind: "VirtualMachine", Name: name}
@@ -40,7 +36,7 @@ func TestDegradedCluster(t *testing.T) {
 		return f.Resource.Status, time.Since(start)
 	}
 
-	_, err = s.engine.Do(ctx, vm("dev-cp-0"), "stop", nil, nil)
+	_, err := s.engine.Do(ctx, vm("dev-cp-0"), "stop", nil, nil)
 	require.NoError(t, err)
 	var st map[string]any
 	var took time.Duration
@@ -85,13 +81,9 @@ func TestDegradedCluster(t *testing.T) {
 // updates; plan is empty after.
 func TestApplyStartsStoppedVM(t *testing.T) {
 	t.Parallel()
-	s := newSandboxSide(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
-	defer cancel()
-	_, err := s.engine.Apply(ctx, s.cluster)
-	require.NoError(t, err)
+	s, ctx := appliedSandbox(t)
 	worker := manifest.ID{APIVersion: "proxmox.openctl.io/v1", Kind: "VirtualMachine", Name: "dev-worker-1"}
-	_, err = s.engine.Do(ctx, worker, "stop", nil, nil)
+	_, err := s.engine.Do(ctx, worker, "stop", nil, nil)
 	require.NoError(t, err)
 
 	rep, err := s.engine.Apply(ctx, s.cluster)
@@ -118,12 +110,8 @@ func TestApplyStartsStoppedVM(t *testing.T) {
 // missing); the next apply gives it fresh credentials and it answers.
 func TestApplyRepairsAgentWithoutKey(t *testing.T) {
 	t.Parallel()
-	s := newSandboxSide(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
-	defer cancel()
-	_, err := s.engine.Apply(ctx, s.cluster)
-	require.NoError(t, err)
-	_, err = s.run(ctx, "dev-worker-1", "rm -f /etc/openctl-agent/server.key && systemctl restart openctl-agent")
+	s, ctx := appliedSandbox(t)
+	_, err := s.run(ctx, "dev-worker-1", "rm -f /etc/openctl-agent/server.key && systemctl restart openctl-agent")
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		out, _ := s.run(ctx, "dev-worker-1", "systemctl is-active openctl-agent || true")
@@ -138,4 +126,16 @@ func TestApplyRepairsAgentWithoutKey(t *testing.T) {
 	c, err := s.engine.Get(ctx, s.cluster.ID())
 	require.NoError(t, err)
 	assert.Equal(t, k3s.PhaseReady, c.Resource.Status["phase"], "%v", c.Resource.Status["message"])
+}
+
+// appliedSandbox is the example applied on a sandbox side, and a context
+// bounding the test.
+func appliedSandbox(t *testing.T) (*diffSide, context.Context) {
+	t.Helper()
+	s := newSandboxSide(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
+	t.Cleanup(cancel)
+	_, err := s.engine.Apply(ctx, s.cluster)
+	require.NoError(t, err)
+	return s, ctx
 }

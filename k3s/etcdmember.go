@@ -58,17 +58,12 @@ func etcdMembers(ctx context.Context, s *NodeSpec) ([]etcdMember, error) {
 	if !pool.AppendCertsFromPEM(rc.TLSClientConfig.CAData) {
 		return nil, fmt.Errorf("the cluster's kubeconfig has no CA certificate")
 	}
-	_, creds, ok := strings.Cut(s.Token, "::")
-	if !ok {
-		creds = "server:" + s.Token
-	}
-	user, pw, _ := strings.Cut(creds, ":")
 	u := strings.TrimRight(s.Server, "/") + "/db/info"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}
-	req.SetBasicAuth(user, pw)
+	req.SetBasicAuth("server", password(s.Token))
 	host, _, err := net.SplitHostPort(req.URL.Host)
 	if err != nil {
 		host = req.URL.Host

@@ -470,6 +470,27 @@ const (
 	readService nodeRead = "service"
 )
 
+// reachableStatus reads a node's status over SSH (nodeStatus). A node
+// whose host does not answer is a status, not an error: the phase
+// Unreachable with how it failed. Only the end of ctx is an error.
+func (p *Provider) reachableStatus(ctx context.Context, name string, loc *location) (map[string]any, error) {
+	h, err := p.pool.Host(ctx, loc.target())
+	if err != nil {
+		err = p.nodeErr(name, "connect", err)
+	}
+	var st map[string]any
+	if err == nil {
+		st, err = p.nodeStatus(ctx, h, name, loc)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return map[string]any{"phase": PhaseUnreachable, "message": err.Error()}, nil
+	}
+	return st, nil
+}
+
 // nodeStatus reads the node's whole status from its host.
 func (p *Provider) nodeStatus(ctx context.Context, h *remote.Host, name string, loc *location) (map[string]any, error) {
 	return p.readNode(ctx, h, name, loc, readWhole)
@@ -574,23 +595,16 @@ func (p *Provider) getNode(ctx context.Context, id manifest.ID) (*manifest.Resou
 		return nil, err
 	}
 	prior := registry.CallOf(ctx).Prior
-	h, err := p.pool.Host(ctx, loc.target())
+	st, err := p.reachableStatus(ctx, id.Name, loc)
 	if err != nil {
-		err = p.nodeErr(id.Name, "connect", err)
+		return nil, err
 	}
-	var st map[string]any
-	if err == nil {
-		st, err = p.nodeStatus(ctx, h, id.Name, loc)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		// A node whose host does not answer is a status, not an error:
-		// what was recorded of it (its cluster, address, tokens) with
-		// the phase Unreachable and how the host failed.
+	if st["phase"] == PhaseUnreachable {
+		// What was recorded of it (its cluster, address, tokens) with the
+		// phase Unreachable and how the host failed.
+		why := st["message"]
 		st = maps.Clone(prior.Status)
-		st["phase"], st["message"] = PhaseUnreachable, err.Error()
+		st["phase"], st["message"] = PhaseUnreachable, why
 		return &manifest.Resource{APIVersion: id.APIVersion, Kind: id.Kind, Metadata: manifest.Metadata{Name: id.Name, Labels: prior.Metadata.Labels}, Spec: prior.Spec, Status: st}, nil
 	}
 	p.locs.Store(id.Name, loc)
