@@ -17,5 +17,6 @@
 //
 // The codes are those of the openctl plugin protocol (NOT_FOUND,
 // ALREADY_EXISTS, INVALID_REQUEST, UNAUTHORIZED, INTERNAL) plus CONFLICT
-// (a state lock or generation clash) and TRANSIENT (worth retrying).
+// (a state lock or generation clash), TRANSIENT (worth retrying) and
+// CANCELLED (interrupted: its context was cancelled).
 package errcode

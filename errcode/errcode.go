@@ -32,11 +32,15 @@ const (
 	// Transient: a temporary failure (network, lock timeout on the remote
 	// side, 5xx) that is worth retrying with backoff.
 	Transient Code = "TRANSIENT"
+	// Canceled: the operation was interrupted (its context cancelled, as
+	// SIGINT or SIGTERM does) before it finished. Never retried: re-running
+	// the same command converges.
+	Canceled Code = "CANCELLED"
 )
 
 // Codes lists every code, in a stable order.
 func Codes() []Code {
-	return []Code{NotFound, AlreadyExists, Invalid, Unauthorized, Internal, Conflict, Transient}
+	return []Code{NotFound, AlreadyExists, Invalid, Unauthorized, Internal, Conflict, Transient, Canceled}
 }
 
 // Error returns the code's wire name, so that a bare Code reads well when
@@ -95,12 +99,18 @@ func (e *Error) Is(target error) bool {
 
 // Of returns the code of err: the code of the first *Error or Code found in
 // its chain (breadth-first through joined errors), so the outermost
-// classification wins. An error that carries no code is Internal, except a
-// bare context.DeadlineExceeded (an operation timed out), which is
-// Transient. Of returns "" for a nil error.
+// classification wins — except that an error whose chain holds
+// context.Canceled is Canceled whatever else it carries: the step was
+// interrupted, and what it failed with on the way says nothing more. An
+// error that carries no code is Internal, except a bare
+// context.DeadlineExceeded (an operation timed out), which is Transient.
+// Of returns "" for a nil error.
 func Of(err error) Code {
 	if err == nil {
 		return ""
+	}
+	if errors.Is(err, context.Canceled) {
+		return Canceled
 	}
 	for cur := []error{err}; len(cur) > 0; {
 		var next []error

@@ -26,7 +26,8 @@ func TestOf(t *testing.T) {
 		{"joined: first coded", errors.Join(errors.New("plain"), errcode.AlreadyExists), errcode.AlreadyExists},
 		{"uncoded is internal", errors.New("boom"), errcode.Internal},
 		{"deadline is transient", fmt.Errorf("get: %w", context.DeadlineExceeded), errcode.Transient},
-		{"cancel is internal", context.Canceled, errcode.Internal},
+		{"cancel is cancelled", context.Canceled, errcode.Canceled},
+		{"cancel wins over the code on the way", errcode.Wrap(errcode.Transient, "ssh: dial", fmt.Errorf("x: %w", context.Canceled)), errcode.Canceled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, errcode.Of(tc.err))
@@ -48,7 +49,7 @@ func TestErrorIsAndFormat(t *testing.T) {
 	assert.Equal(t, "vm: NOT_FOUND", errcode.Wrap(errcode.NotFound, "vm", errcode.NotFound).Error(), "the code is not repeated")
 	assert.Nil(t, errcode.Wrap(errcode.Internal, "x", nil))
 	assert.True(t, errcode.Is(fmt.Errorf("a: %w", errcode.Conflict), errcode.Conflict))
-	assert.Len(t, errcode.Codes(), 7)
+	assert.Len(t, errcode.Codes(), 8)
 }
 
 type testErr struct{ n int }

@@ -184,11 +184,11 @@ func staticIPs(s *ClusterSpec) (*ipPlan, error) {
 	}
 	start, err := netip.ParseAddr(n.StaticIPs.StartIP)
 	if err != nil {
-		return nil, invalid("spec.network.staticIPs.startIP", "not an IP address")
+		return nil, manifest.FieldErrorf("spec.network.staticIPs.startIP", "not an IP address")
 	}
 	bits, err := maskBits(n.StaticIPs.Netmask)
 	if err != nil {
-		return nil, invalid("spec.network.staticIPs.netmask", "%v", err)
+		return nil, manifest.FieldErrorf("spec.network.staticIPs.netmask", "%v", err)
 	}
 	return &ipPlan{next: start, bits: bits, gateway: n.StaticIPs.Gateway}, nil
 }

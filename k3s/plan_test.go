@@ -162,26 +162,28 @@ func TestClusterSpecErrors(t *testing.T) {
 	for _, tt := range []struct {
 		name, edit, want string
 	}{
-		{"even servers", "    - {name: s4, address: 10.0.0.14, role: server}\n", "spec.hosts: Cluster lab: 4 servers: etcd needs a majority"},
-		{"bad role", "    - {name: x, address: 10.0.0.30, role: master}\n", `spec.hosts[5].role: Cluster lab: must be server or agent, got "master"`},
-		{"duplicate", "    - {name: a1, address: 10.0.0.31, role: agent}\n", "spec.hosts[5].name: Cluster lab: a1 is listed twice"},
-		{"bad host key", "    - {name: a3, address: 10.0.0.32, role: agent, sshHostKey: nonsense}\n", "spec.hosts[5].sshHostKey"},
+		// Each at its field's line and column (spec.hosts is on line 15,
+		// the added host on 21).
+		{"even servers", "    - {name: s4, address: 10.0.0.14, role: server}\n", "cluster.yaml:15:3: spec.hosts: 4 servers: etcd needs a majority"},
+		{"bad role", "    - {name: x, address: 10.0.0.30, role: master}\n", `cluster.yaml:21:37: spec.hosts[5].role: must be server or agent, got "master"`},
+		{"duplicate", "    - {name: a1, address: 10.0.0.31, role: agent}\n", "cluster.yaml:21:8: spec.hosts[5].name: a1 is listed twice"},
+		{"bad host key", "    - {name: a3, address: 10.0.0.32, role: agent, sshHostKey: nonsense}\n", "cluster.yaml:21:51: spec.hosts[5].sshHostKey"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := p.Validate(t.Context(), decodeOne(t, hostsCluster+tt.edit))
 			require.ErrorIs(t, err, errcode.Invalid)
-			assert.Contains(t, err.Error(), "cluster.yaml:1: "+tt.want)
+			assert.Contains(t, err.Error(), tt.want)
 		})
 	}
 	for _, tt := range []struct{ name, from, to, want string }{
-		{"version", "v1.37.2+k3s1", "v1.37", `spec.k3s.version: Cluster lab: must be a k3s release such as v1.37.2+k3s1, got "v1.37"`},
-		{"unknown field", "  ssh:\n", "  shh: {}\n  ssh:\n", "spec.shh: Cluster lab: unknown field"},
-		{"disable", "[traefik]", "[trafik]", `spec.k3s.disable[0]: Cluster lab: must be one of`},
-		{"vip", "10.0.0.100", "vip.lab", `spec.vip.address: Cluster lab: not an IP address: "vip.lab"`},
-		{"install method", "[traefik]\n", "[traefik]\n    install: {method: curl}\n", `spec.k3s.install.method: Cluster lab: must be "upload" or "script", got "curl"`},
-		{"install script over http", "[traefik]\n", "[traefik]\n    install: {method: script, scriptURL: 'http://get.k3s.io'}\n", `spec.k3s.install.scriptURL: Cluster lab: must be an https:// URL (the script runs as root on the node), got "http://get.k3s.io"`},
-		{"upgrade concurrency", "concurrency: 2", "concurrency: -1", `spec.upgrade.concurrency: Cluster lab: want how many agents to upgrade at once, 1 to 100 (0: 1), got -1`},
-		{"script URL for an upload", "[traefik]\n", "[traefik]\n    install: {scriptURL: 'https://get.k3s.io'}\n", `spec.k3s.install.scriptURL: Cluster lab: only for method "script"`},
+		{"version", "v1.37.2+k3s1", "v1.37", `spec.k3s.version: must be a k3s release such as v1.37.2+k3s1, got "v1.37"`},
+		{"unknown field", "  ssh:\n", "  shh: {}\n  ssh:\n", "spec.shh: unknown field"},
+		{"disable", "[traefik]", "[trafik]", `spec.k3s.disable[0]: must be one of`},
+		{"vip", "10.0.0.100", "vip.lab", `spec.vip.address: not an IP address: "vip.lab"`},
+		{"install method", "[traefik]\n", "[traefik]\n    install: {method: curl}\n", `spec.k3s.install.method: must be "upload" or "script", got "curl"`},
+		{"install script over http", "[traefik]\n", "[traefik]\n    install: {method: script, scriptURL: 'http://get.k3s.io'}\n", `spec.k3s.install.scriptURL: must be an https:// URL (the script runs as root on the node), got "http://get.k3s.io"`},
+		{"upgrade concurrency", "concurrency: 2", "concurrency: -1", `spec.upgrade.concurrency: want how many agents to upgrade at once, 1 to 100 (0: 1), got -1`},
+		{"script URL for an upload", "[traefik]\n", "[traefik]\n    install: {scriptURL: 'https://get.k3s.io'}\n", `spec.k3s.install.scriptURL: only for method "script"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := p.Validate(t.Context(), decodeOne(t, strings.Replace(hostsCluster, tt.from, tt.to, 1)))
@@ -191,16 +193,16 @@ func TestClusterSpecErrors(t *testing.T) {
 	}
 	err := p.Validate(t.Context(), decodeOne(t, strings.Replace(proxmoxCluster, "count: 3", "count: 2", 1)))
 	require.ErrorIs(t, err, errcode.Invalid)
-	assert.Contains(t, err.Error(), "spec.nodes.controlPlane.count: Cluster dev: 2 servers")
+	assert.Contains(t, err.Error(), "spec.nodes.controlPlane.count: 2 servers")
 
 	// The VIP is an address no machine has.
 	err = p.Validate(t.Context(), decodeOne(t, strings.Replace(hostsCluster, "address: 10.0.0.100", "address: 10.0.0.12", 1)))
 	require.ErrorIs(t, err, errcode.Invalid)
-	assert.Contains(t, err.Error(), "spec.vip.address: Cluster lab: 10.0.0.12 is also the address of spec.hosts[2] (s2): the VIP must be an address no machine has")
+	assert.Contains(t, err.Error(), "spec.vip.address: 10.0.0.12 is also the address of spec.hosts[2] (s2): the VIP must be an address no machine has")
 	withVIP := strings.Replace(proxmoxCluster, "  k3s: {", "  vip: {address: 192.168.1.52}\n  k3s: {", 1)
 	err = p.Validate(t.Context(), decodeOne(t, withVIP))
 	require.ErrorIs(t, err, errcode.Invalid)
-	assert.Contains(t, err.Error(), "spec.vip.address: Cluster dev: 192.168.1.52 is also the static address of machine 3 (control planes first, from spec.network.staticIPs.startIP 192.168.1.50)")
+	assert.Contains(t, err.Error(), "spec.vip.address: 192.168.1.52 is also the static address of machine 3 (control planes first, from spec.network.staticIPs.startIP 192.168.1.50)")
 	require.NoError(t, p.Validate(t.Context(), decodeOne(t, strings.Replace(withVIP, "192.168.1.52}", "192.168.1.49}", 1))))
 
 	// Static addresses stay inside the subnet, off its broadcast and
@@ -211,8 +213,8 @@ func TestClusterSpecErrors(t *testing.T) {
 		{"outside a /31", "{startIP: 192.168.1.1, gateway: 192.168.1.0, netmask: /31}", "machine 2 of them (control planes first) would get 192.168.1.2, outside the subnet 192.168.1.0/31"},
 		{"gateway", "{startIP: 192.168.1.250, gateway: 192.168.1.252, netmask: '24'}", "machine 3 of them (control planes first) would get 192.168.1.252, the gateway's address"},
 		{"network address", "{startIP: 192.168.1.0, gateway: 192.168.1.1, netmask: '24'}", "machine 1 of them (control planes first) would get 192.168.1.0, the subnet's network address"},
-		{"gateway elsewhere", "{startIP: 192.168.1.50, gateway: 192.168.2.1, netmask: '24'}", "spec.network.staticIPs.gateway: Cluster dev: 192.168.2.1 is outside the subnet 192.168.1.0/24"},
-		{"netmask", "{startIP: 192.168.1.50, gateway: 192.168.1.1, netmask: 255.0.255.0}", "spec.network.staticIPs.netmask: Cluster dev: not a contiguous netmask"},
+		{"gateway elsewhere", "{startIP: 192.168.1.50, gateway: 192.168.2.1, netmask: '24'}", "spec.network.staticIPs.gateway: 192.168.2.1 is outside the subnet 192.168.1.0/24"},
+		{"netmask", "{startIP: 192.168.1.50, gateway: 192.168.1.1, netmask: 255.0.255.0}", "spec.network.staticIPs.netmask: not a contiguous netmask"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := strings.Replace(proxmoxCluster, "{startIP: 192.168.1.50, gateway: 192.168.1.1, netmask: 255.255.255.0}", tt.staticIPs, 1)
@@ -234,7 +236,7 @@ func TestClusterSpecErrors(t *testing.T) {
 	big = strings.Replace(big, "  network:\n    staticIPs: {startIP: 192.168.1.50, gateway: 192.168.1.1, netmask: 255.255.255.0}\n", "", 1)
 	err = p.Validate(t.Context(), decodeOne(t, big))
 	require.ErrorIs(t, err, errcode.Invalid)
-	assert.Contains(t, err.Error(), "spec.nodes: Cluster dev: 6003 machines expand to 12007 resources (a VM and a Node each, and the Cluster); at most 10000, the limit of one manifest")
+	assert.Contains(t, err.Error(), "spec.nodes: 6003 machines expand to 12007 resources (a VM and a Node each, and the Cluster); at most 10000, the limit of one manifest")
 }
 
 func TestNodeSpecErrors(t *testing.T) {
@@ -252,10 +254,10 @@ spec:
 `
 	require.NoError(t, p.Validate(t.Context(), decodeOne(t, node)))
 	for _, tt := range []struct{ name, from, to, want string }{
-		{"http", "https://10.0.0.11:6443", "http://10.0.0.11:6443", "spec.server: Node extra: must be an https:// URL"},
-		{"agent init", "role: agent", "role: agent\n  init: true", "spec.init: Node extra: only a server can start a cluster"},
-		{"joining server without full token", "role: agent", "role: server\n  token: short", "spec.token: Node extra: a joining server needs the cluster's full token"},
-		{"openctl's own flag", "ssh:", "extraArgs: [--token=x]\n  ssh:", "spec.extraArgs[0]: Node extra: --token is set by openctl from the spec"},
+		{"http", "https://10.0.0.11:6443", "http://10.0.0.11:6443", "spec.server: must be an https:// URL"},
+		{"agent init", "role: agent", "role: agent\n  init: true", "spec.init: only a server can start a cluster"},
+		{"joining server without full token", "role: agent", "role: server\n  token: short", "spec.token: a joining server needs the cluster's full token"},
+		{"openctl's own flag", "ssh:", "extraArgs: [--token=x]\n  ssh:", "spec.extraArgs[0]: --token is set by openctl from the spec"},
 		{"taint", "ssh:", "taints: [dedicated]\n  ssh:", "spec.taints[0]"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 )
 
@@ -64,7 +63,7 @@ const maxUpgradeConcurrency = 100
 
 func (u *UpgradeSpec) validate(p string) error {
 	if u != nil && (u.Concurrency < 0 || u.Concurrency > maxUpgradeConcurrency) {
-		return invalid(p+".concurrency", "want how many agents to upgrade at once, 1 to %d (0: 1), got %d", maxUpgradeConcurrency, u.Concurrency)
+		return manifest.FieldErrorf(p+".concurrency", "want how many agents to upgrade at once, 1 to %d (0: 1), got %d", maxUpgradeConcurrency, u.Concurrency)
 	}
 	return nil
 }
@@ -116,11 +115,11 @@ func (d *DrainSpec) validate(p string) error {
 	}
 	if d.Timeout != "" {
 		if t, err := time.ParseDuration(d.Timeout); err != nil || t <= 0 {
-			return invalid(p+".timeout", "want a positive duration like 10m, got %q", d.Timeout)
+			return manifest.FieldErrorf(p+".timeout", "want a positive duration like 10m, got %q", d.Timeout)
 		}
 	}
 	if d.GracePeriod != nil && *d.GracePeriod < 0 {
-		return invalid(p+".gracePeriod", "want seconds, 0 or more, got %d", *d.GracePeriod)
+		return manifest.FieldErrorf(p+".gracePeriod", "want seconds, 0 or more, got %d", *d.GracePeriod)
 	}
 	return nil
 }
@@ -330,26 +329,12 @@ var disableable = []string{"coredns", "servicelb", "traefik", "local-storage", "
 func DecodeClusterSpec(r *manifest.Resource) (*ClusterSpec, error) {
 	var s ClusterSpec
 	if err := manifest.DecodeSpec(r.Spec, &s); err != nil {
-		return nil, located(r, err)
+		return nil, r.Locate(err)
 	}
 	if err := s.validate(); err != nil {
-		return nil, located(r, err)
+		return nil, r.Locate(err)
 	}
 	return &s, nil
-}
-
-// located adds r's file and line to a spec error.
-func located(r *manifest.Resource, err error) error {
-	if me, ok := err.(*errcode.InputError); ok {
-		me.File, me.Line = r.Source.File, r.Source.Line
-		me.Msg = r.Kind + " " + r.Metadata.Name + ": " + me.Msg
-		return me
-	}
-	return err
-}
-
-func invalid(field, format string, args ...any) error {
-	return &errcode.InputError{Input: "manifest", Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 func (s *ClusterSpec) validate() error {
@@ -367,13 +352,13 @@ func (s *ClusterSpec) validate() error {
 	}
 	switch {
 	case len(s.Hosts) > 0 && (s.Compute != nil || s.Nodes != nil):
-		return invalid("spec.hosts", "existing hosts replace compute and nodes: give one or the other")
+		return manifest.FieldErrorf("spec.hosts", "existing hosts replace compute and nodes: give one or the other")
 	case len(s.Hosts) > 0:
 		if err := s.validateHosts(); err != nil {
 			return err
 		}
 	case s.Compute == nil:
-		return invalid("spec", "a cluster needs hosts (existing machines) or compute (VMs to create)")
+		return manifest.FieldErrorf("spec", "a cluster needs hosts (existing machines) or compute (VMs to create)")
 	default:
 		if err := s.validateCompute(); err != nil {
 			return err
@@ -382,7 +367,7 @@ func (s *ClusterSpec) validate() error {
 	if s.VIP != nil {
 		vip, err := netip.ParseAddr(s.VIP.Address)
 		if err != nil {
-			return invalid("spec.vip.address", "not an IP address: %q", s.VIP.Address)
+			return manifest.FieldErrorf("spec.vip.address", "not an IP address: %q", s.VIP.Address)
 		}
 		if err := s.checkVIPFree(vip); err != nil {
 			return err
@@ -390,11 +375,11 @@ func (s *ClusterSpec) validate() error {
 	}
 	for i, san := range s.TLSSANs {
 		if san == "" || strings.ContainsAny(san, " \t\n,") {
-			return invalid(fmt.Sprintf("spec.tlsSANs[%d]", i), "not a name or an address: %q", san)
+			return manifest.FieldErrorf(fmt.Sprintf("spec.tlsSANs[%d]", i), "not a name or an address: %q", san)
 		}
 	}
 	if k := s.Kubeconfig; k != nil && k.Context != "" && !nameRe.MatchString(k.Context) {
-		return invalid("spec.kubeconfig.context", "must be a DNS-1123 label, got %q", k.Context)
+		return manifest.FieldErrorf("spec.kubeconfig.context", "must be a DNS-1123 label, got %q", k.Context)
 	}
 	return nil
 }
@@ -405,25 +390,25 @@ func (s *ClusterSpec) validateHosts() error {
 	for i, h := range s.Hosts {
 		p := fmt.Sprintf("spec.hosts[%d]", i)
 		if !nameRe.MatchString(h.Name) {
-			return invalid(p+".name", "must be a DNS-1123 label, got %q", h.Name)
+			return manifest.FieldErrorf(p+".name", "must be a DNS-1123 label, got %q", h.Name)
 		}
 		if names[h.Name] {
-			return invalid(p+".name", "%s is listed twice", h.Name)
+			return manifest.FieldErrorf(p+".name", "%s is listed twice", h.Name)
 		}
 		names[h.Name] = true
 		if h.Address == "" {
-			return invalid(p+".address", "required: the machine's IP address or DNS name")
+			return manifest.FieldErrorf(p+".address", "required: the machine's IP address or DNS name")
 		}
 		switch h.Role {
 		case RoleServer:
 			servers++
 		case RoleAgent:
 		default:
-			return invalid(p+".role", "must be server or agent, got %q", h.Role)
+			return manifest.FieldErrorf(p+".role", "must be server or agent, got %q", h.Role)
 		}
 		if h.SSHHostKey != "" {
 			if err := checkHostKey(h.SSHHostKey); err != nil {
-				return invalid(p+".sshHostKey", "%v", err)
+				return manifest.FieldErrorf(p+".sshHostKey", "%v", err)
 			}
 		}
 	}
@@ -433,13 +418,13 @@ func (s *ClusterSpec) validateHosts() error {
 func (s *ClusterSpec) validateCompute() error {
 	c := s.Compute
 	if c.Provider != "proxmox" {
-		return invalid("spec.compute.provider", "must be proxmox, got %q", c.Provider)
+		return manifest.FieldErrorf("spec.compute.provider", "must be proxmox, got %q", c.Provider)
 	}
 	if c.Image.Template == "" {
-		return invalid("spec.compute.image.template", "required: the VM template to clone")
+		return manifest.FieldErrorf("spec.compute.image.template", "required: the VM template to clone")
 	}
 	if s.Nodes == nil {
-		return invalid("spec.nodes", "required with compute: how many control planes and workers")
+		return manifest.FieldErrorf("spec.nodes", "required with compute: how many control planes and workers")
 	}
 	if err := checkQuorum("spec.nodes.controlPlane.count", s.Nodes.ControlPlane.Count); err != nil {
 		return err
@@ -451,16 +436,16 @@ func (s *ClusterSpec) validateCompute() error {
 			w.Name = "worker"
 		}
 		if !nameRe.MatchString(w.Name) || names[w.Name] {
-			return invalid(p+".name", "must be a unique DNS-1123 label other than cp, got %q", w.Name)
+			return manifest.FieldErrorf(p+".name", "must be a unique DNS-1123 label other than cp, got %q", w.Name)
 		}
 		names[w.Name] = true
 		if w.Count < 0 || w.Count > 100 {
-			return invalid(p+".count", "must be from 0 to 100, got %d", w.Count)
+			return manifest.FieldErrorf(p+".count", "must be from 0 to 100, got %d", w.Count)
 		}
 	}
 	machines := s.Nodes.machines()
 	if resources := 1 + 2*machines; resources > maxClusterResources {
-		return invalid("spec.nodes", "%d machines expand to %d resources (a VM and a Node each, and the Cluster); at most %d, the limit of one manifest", machines, resources, maxClusterResources)
+		return manifest.FieldErrorf("spec.nodes", "%d machines expand to %d resources (a VM and a Node each, and the Cluster); at most %d, the limit of one manifest", machines, resources, maxClusterResources)
 	}
 	if n := s.Network; n != nil && n.StaticIPs != nil {
 		return checkStaticRange(n.StaticIPs, machines)
@@ -487,22 +472,22 @@ const maxClusterResources = 10_000
 func checkStaticRange(st *StaticIPsSpec, machines int) error {
 	start, err := netip.ParseAddr(st.StartIP)
 	if err != nil {
-		return invalid("spec.network.staticIPs.startIP", "not an IP address: %q", st.StartIP)
+		return manifest.FieldErrorf("spec.network.staticIPs.startIP", "not an IP address: %q", st.StartIP)
 	}
 	gw, err := netip.ParseAddr(st.Gateway)
 	if err != nil {
-		return invalid("spec.network.staticIPs.gateway", "not an IP address: %q", st.Gateway)
+		return manifest.FieldErrorf("spec.network.staticIPs.gateway", "not an IP address: %q", st.Gateway)
 	}
 	bits, err := maskBits(st.Netmask)
 	if err != nil {
-		return invalid("spec.network.staticIPs.netmask", "%v", err)
+		return manifest.FieldErrorf("spec.network.staticIPs.netmask", "%v", err)
 	}
 	if !start.Is4() {
-		return invalid("spec.network.staticIPs.startIP", "must be an IPv4 address, got %q", st.StartIP)
+		return manifest.FieldErrorf("spec.network.staticIPs.startIP", "must be an IPv4 address, got %q", st.StartIP)
 	}
 	subnet := netip.PrefixFrom(start, bits).Masked()
 	if !subnet.Contains(gw) {
-		return invalid("spec.network.staticIPs.gateway", "%s is outside the subnet %s", gw, subnet)
+		return manifest.FieldErrorf("spec.network.staticIPs.gateway", "%s is outside the subnet %s", gw, subnet)
 	}
 	a := start
 	for i := range machines {
@@ -518,7 +503,7 @@ func checkStaticRange(st *StaticIPsSpec, machines int) error {
 			what = "the gateway's address"
 		}
 		if what != "" {
-			return invalid("spec.network.staticIPs.startIP", "the %d machines take the addresses from %s on; machine %d of them (control planes first) would get %s, %s", machines, start, i+1, a, what)
+			return manifest.FieldErrorf("spec.network.staticIPs.startIP", "the %d machines take the addresses from %s on; machine %d of them (control planes first) would get %s, %s", machines, start, i+1, a, what)
 		}
 		a = a.Next()
 	}
@@ -538,7 +523,7 @@ func lastAddr(p netip.Prefix) netip.Addr {
 func (s *ClusterSpec) checkVIPFree(vip netip.Addr) error {
 	for i, h := range s.Hosts {
 		if a, err := netip.ParseAddr(h.Address); err == nil && a == vip {
-			return invalid("spec.vip.address", "%s is also the address of spec.hosts[%d] (%s): the VIP must be an address no machine has", vip, i, h.Name)
+			return manifest.FieldErrorf("spec.vip.address", "%s is also the address of spec.hosts[%d] (%s): the VIP must be an address no machine has", vip, i, h.Name)
 		}
 	}
 	n := s.Network
@@ -553,7 +538,7 @@ func (s *ClusterSpec) checkVIPFree(vip netip.Addr) error {
 	a := start
 	for i := range machines {
 		if a == vip {
-			return invalid("spec.vip.address", "%s is also the static address of machine %d (control planes first, from spec.network.staticIPs.startIP %s): the VIP must be an address no machine has", vip, i+1, start)
+			return manifest.FieldErrorf("spec.vip.address", "%s is also the static address of machine %d (control planes first, from spec.network.staticIPs.startIP %s): the VIP must be an address no machine has", vip, i+1, start)
 		}
 		a = a.Next()
 	}
@@ -566,47 +551,47 @@ func (s *ClusterSpec) checkVIPFree(vip netip.Addr) error {
 func checkQuorum(field string, servers int) error {
 	switch {
 	case servers < 1:
-		return invalid(field, "a cluster needs at least one server")
+		return manifest.FieldErrorf(field, "a cluster needs at least one server")
 	case servers%2 == 0:
-		return invalid(field, "%d servers: etcd needs a majority, so %d tolerate as many failures as %d and split evenly; use 1, 3, 5 or 7", servers, servers, servers-1)
+		return manifest.FieldErrorf(field, "%d servers: etcd needs a majority, so %d tolerate as many failures as %d and split evenly; use 1, 3, 5 or 7", servers, servers, servers-1)
 	case servers > 7:
-		return invalid(field, "%d servers: more than 7 only slows etcd down; use 1, 3, 5 or 7", servers)
+		return manifest.FieldErrorf(field, "%d servers: more than 7 only slows etcd down; use 1, 3, 5 or 7", servers)
 	}
 	return nil
 }
 
 func (k *K3sSpec) validate(p string) error {
 	if !versionRe.MatchString(k.Version) {
-		return invalid(p+".version", "must be a k3s release such as v1.37.2+k3s1, got %q", k.Version)
+		return manifest.FieldErrorf(p+".version", "must be a k3s release such as v1.37.2+k3s1, got %q", k.Version)
 	}
 	for _, c := range []struct{ field, v string }{{"clusterCIDR", k.ClusterCIDR}, {"serviceCIDR", k.ServiceCIDR}} {
 		if c.v == "" {
 			continue
 		}
 		if _, err := netip.ParsePrefix(c.v); err != nil {
-			return invalid(p+"."+c.field, "not a CIDR: %q", c.v)
+			return manifest.FieldErrorf(p+"."+c.field, "not a CIDR: %q", c.v)
 		}
 	}
 	for i, d := range k.Disable {
 		if !slices.Contains(disableable, d) {
-			return invalid(fmt.Sprintf("%s.disable[%d]", p, i), "must be one of %s, got %q", strings.Join(disableable, ", "), d)
+			return manifest.FieldErrorf(fmt.Sprintf("%s.disable[%d]", p, i), "must be one of %s, got %q", strings.Join(disableable, ", "), d)
 		}
 	}
 	if f := k.Flannel; f != nil && f.Backend != "" && !slices.Contains([]string{"vxlan", "host-gw", "wireguard-native", "none"}, f.Backend) {
-		return invalid(p+".flannel.backend", "must be vxlan, host-gw, wireguard-native or none, got %q", f.Backend)
+		return manifest.FieldErrorf(p+".flannel.backend", "must be vxlan, host-gw, wireguard-native or none, got %q", f.Backend)
 	}
 	if in := k.Install; in != nil {
 		switch in.Method {
 		case "", InstallUpload:
 			if in.ScriptURL != "" {
-				return invalid(p+".install.scriptURL", "only for method %q", InstallScript)
+				return manifest.FieldErrorf(p+".install.scriptURL", "only for method %q", InstallScript)
 			}
 		case InstallScript:
 			if u, err := url.Parse(in.ScriptURL); in.ScriptURL != "" && (err != nil || u.Scheme != "https" || u.Host == "") {
-				return invalid(p+".install.scriptURL", "must be an https:// URL (the script runs as root on the node), got %q", in.ScriptURL)
+				return manifest.FieldErrorf(p+".install.scriptURL", "must be an https:// URL (the script runs as root on the node), got %q", in.ScriptURL)
 			}
 		default:
-			return invalid(p+".install.method", "must be %q or %q, got %q", InstallUpload, InstallScript, in.Method)
+			return manifest.FieldErrorf(p+".install.method", "must be %q or %q, got %q", InstallUpload, InstallScript, in.Method)
 		}
 	}
 	return checkArgs(p+".extraArgs", k.ExtraArgs)
@@ -617,11 +602,11 @@ func (k *K3sSpec) validate(p string) error {
 func checkArgs(field string, args []string) error {
 	for i, a := range args {
 		if !argRe.MatchString(a) {
-			return invalid(fmt.Sprintf("%s[%d]", field, i), "must be --flag or --flag=value, got %q", a)
+			return manifest.FieldErrorf(fmt.Sprintf("%s[%d]", field, i), "must be --flag or --flag=value, got %q", a)
 		}
 		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
 		if slices.Contains(ownFlags, name) {
-			return invalid(fmt.Sprintf("%s[%d]", field, i), "--%s is set by openctl from the spec", name)
+			return manifest.FieldErrorf(fmt.Sprintf("%s[%d]", field, i), "--%s is set by openctl from the spec", name)
 		}
 	}
 	return nil
@@ -632,10 +617,10 @@ var ownFlags = []string{"token", "token-file", "agent-token", "agent-token-file"
 
 func (s *SSHSpec) validate(p string) error {
 	if s.Port < 0 || s.Port > 65535 {
-		return invalid(p+".port", "must be a TCP port, got %d", s.Port)
+		return manifest.FieldErrorf(p+".port", "must be a TCP port, got %d", s.Port)
 	}
 	if s.User != "" && !regexp.MustCompile(`^[a-z_][a-z0-9_-]*\$?$`).MatchString(s.User) {
-		return invalid(p+".user", "not a user name: %q", s.User)
+		return manifest.FieldErrorf(p+".user", "not a user name: %q", s.User)
 	}
 	return nil
 }
@@ -718,10 +703,10 @@ type NodeSpec struct {
 func DecodeNodeSpec(r *manifest.Resource) (*NodeSpec, error) {
 	var s NodeSpec
 	if err := manifest.DecodeSpec(r.Spec, &s); err != nil {
-		return nil, located(r, err)
+		return nil, r.Locate(err)
 	}
 	if err := s.validate(); err != nil {
-		return nil, located(r, err)
+		return nil, r.Locate(err)
 	}
 	return &s, nil
 }
@@ -742,17 +727,17 @@ func (s *NodeSpec) validate() error {
 	case RoleServer:
 	case RoleAgent:
 		if s.Init {
-			return invalid("spec.init", "only a server can start a cluster")
+			return manifest.FieldErrorf("spec.init", "only a server can start a cluster")
 		}
 	default:
-		return invalid("spec.role", "must be server or agent, got %q", s.Role)
+		return manifest.FieldErrorf("spec.role", "must be server or agent, got %q", s.Role)
 	}
 	if s.Address == "" {
-		return invalid("spec.address", "required: the machine's IP address or DNS name")
+		return manifest.FieldErrorf("spec.address", "required: the machine's IP address or DNS name")
 	}
 	if s.SSHHostKey != "" {
 		if err := checkHostKey(s.SSHHostKey); err != nil {
-			return invalid("spec.sshHostKey", "%v", err)
+			return manifest.FieldErrorf("spec.sshHostKey", "%v", err)
 		}
 	}
 	if err := s.SSH.validate("spec.ssh"); err != nil {
@@ -764,29 +749,29 @@ func (s *NodeSpec) validate() error {
 		}
 	}
 	if s.Cluster != "" && !nameRe.MatchString(s.Cluster) {
-		return invalid("spec.cluster", "must be a Cluster's name, got %q", s.Cluster)
+		return manifest.FieldErrorf("spec.cluster", "must be a Cluster's name, got %q", s.Cluster)
 	}
 	switch {
 	case s.Init && s.Server != "":
-		return invalid("spec.server", "the first server (init) joins no one")
+		return manifest.FieldErrorf("spec.server", "the first server (init) joins no one")
 	case s.Server == "":
 		// Joins the cluster spec.cluster names, or the only one openctl
 		// knows (see joinInfo).
 	case !strings.HasPrefix(s.Server, "https://"):
-		return invalid("spec.server", "must be an https:// URL, got %q", s.Server)
+		return manifest.FieldErrorf("spec.server", "must be an https:// URL, got %q", s.Server)
 	case s.Role == RoleServer && !strings.HasPrefix(s.Token, "K10"):
-		return invalid("spec.token", "a joining server needs the cluster's full token (K10…), which pins its CA")
+		return manifest.FieldErrorf("spec.token", "a joining server needs the cluster's full token (K10…), which pins its CA")
 	case s.Role == RoleAgent && s.AgentToken == "" && s.Token == "":
-		return invalid("spec.agentToken", "required with spec.server: the token agents join with")
+		return manifest.FieldErrorf("spec.agentToken", "required with spec.server: the token agents join with")
 	}
 	for i, l := range s.Labels {
 		if !labelRe.MatchString(l) {
-			return invalid(fmt.Sprintf("spec.labels[%d]", i), "must be key=value, got %q", l)
+			return manifest.FieldErrorf(fmt.Sprintf("spec.labels[%d]", i), "must be key=value, got %q", l)
 		}
 	}
 	for i, t := range s.Taints {
 		if !taintRe.MatchString(t) {
-			return invalid(fmt.Sprintf("spec.taints[%d]", i), "must be key[=value]:NoSchedule|PreferNoSchedule|NoExecute, got %q", t)
+			return manifest.FieldErrorf(fmt.Sprintf("spec.taints[%d]", i), "must be key[=value]:NoSchedule|PreferNoSchedule|NoExecute, got %q", t)
 		}
 	}
 	return checkArgs("spec.extraArgs", s.ExtraArgs)

@@ -24,7 +24,8 @@ func Decode(r io.Reader, file string) ([]*Resource, error) {
 	if err != nil {
 		return nil, inputError(errcode.InputError{File: file, Msg: "cannot read", Err: err})
 	}
-	return DecodeBytes(data, file)
+	var errs errorList
+	return decoded(decodeInto(data, file, &errs), errs.err())
 }
 
 // DecodeBytes decodes the manifests in data: multi-document YAML, or JSON
@@ -39,23 +40,36 @@ func Decode(r io.Reader, file string) ([]*Resource, error) {
 // problem found is reported, as an errors.Join of [*errcode.InputError]
 // values sorted by line; in that case no resources are returned. DecodeBytes
 // does not check for duplicate resources: [Load] and [CheckDuplicates] do.
+// The resources keep a copy of data, to find their fields again when an
+// error must name one ([Resource.Locate]).
 func DecodeBytes(data []byte, file string) ([]*Resource, error) {
 	var errs errorList
-	rs := decodeInto(data, file, &errs)
-	if err := errs.err(); err != nil {
+	return decoded(decodeInto(bytes.Clone(data), file, &errs), errs.err())
+}
+
+// decoded returns rs, or nil and err when there were problems.
+func decoded(rs []*Resource, err error) ([]*Resource, error) {
+	if err != nil {
 		return nil, err
 	}
 	return rs, nil
 }
 
 // decodeInto decodes data, adding its problems to errs. It returns the
-// resources of the documents that had none.
+// resources of the documents that had none, which keep data: the caller
+// must not change it.
 func decodeInto(data []byte, file string, errs *errorList) []*Resource {
 	if len(data) > maxInputSize {
 		errs.add(inputError(errcode.InputError{File: file, Msg: fmt.Sprintf("input is larger than %d MiB", maxInputSize>>20)}))
 		return nil
 	}
-	c := &converter{file: file, errs: errs, budget: maxNodes}
+	c := &converter{file: file, errs: errs, budget: maxNodes, in: &input{data: data, file: file}}
+	return c.decode(data)
+}
+
+// decode decodes the documents of data.
+func (c *converter) decode(data []byte) []*Resource {
+	file := c.file
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil

@@ -69,7 +69,7 @@ status:
 	assert.Equal(t, []string{"proxmox.openctl.io/v1/VirtualMachine/web-01", "k3s.openctl.io/v1beta1/Cluster/prod"}, ids(rs))
 
 	vm := rs[0]
-	assert.Equal(t, manifest.Source{File: "test.yaml", Line: 3, Index: 0}, vm.Source)
+	assert.Equal(t, at("test.yaml", 3, 0), at(vm.Source.File, vm.Source.Line, vm.Source.Index))
 	assert.Equal(t, "prod", vm.Metadata.Namespace)
 	assert.Equal(t, map[string]string{"tier": "web"}, vm.Metadata.Labels)
 	assert.Equal(t, map[string]string{"note": "hello"}, vm.Metadata.Annotations)
@@ -84,7 +84,7 @@ status:
 	assert.Nil(t, vm.Status)
 
 	cl := rs[1]
-	assert.Equal(t, manifest.Source{File: "test.yaml", Line: 25, Index: 1}, cl.Source)
+	assert.Equal(t, at("test.yaml", 25, 1), at(cl.Source.File, cl.Source.Line, cl.Source.Index))
 	assert.Nil(t, cl.Spec)
 	assert.Equal(t, map[string]any{"ready": false}, cl.Status)
 }
@@ -504,3 +504,7 @@ func TestErrorsJoinedSorted(t *testing.T) {
 	assert.Nil(t, manifest.Errors(errors.New("other")))
 	assert.Len(t, manifest.Errors(fmt.Errorf("wrapped: %w", err)), 2)
 }
+
+// at is a Source's file, line and index, to compare: a decoded Source also
+// holds its input.
+func at(file string, line, index int) string { return fmt.Sprintf("%s:%d #%d", file, line, index) }

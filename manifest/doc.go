@@ -110,7 +110,11 @@
 // *errcode.InputError values sorted by file and line (at most 50, then "...
 // and N more errors"); [Errors] lists them. Every one is an
 // [errcode.Invalid] error. A decoded resource's [Source] records its file,
-// the line where it starts and its index among the file's documents.
+// the line where it starts and its index among the file's documents, and
+// finds where any of its spec fields is written ([Source.Field]). A
+// provider's own spec checks report the same way: it returns
+// [FieldErrorf] problems naming the field path and places them with
+// [Resource.Locate] ("cluster.yaml:14:5: spec.k3s.version: must be ...").
 //
 // [Validate] applies the same checks to a resource built in code.
 // [EncodeYAML] and [EncodeJSON] write resources in a stable field order

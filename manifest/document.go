@@ -18,7 +18,7 @@ func (c *converter) document(root *yaml.Node, index int) *Resource {
 		return nil
 	}
 	line, _ := c.pos(root)
-	r := &Resource{Source: Source{File: c.file, Line: line, Index: index}}
+	r := &Resource{Source: Source{File: c.file, Line: line, Index: index, in: c.in}}
 	d := docState{c: c, r: r, where: map[string]*yaml.Node{}}
 	for _, e := range c.entries(root, "") {
 		switch e.key {
@@ -29,7 +29,14 @@ func (c *converter) document(root *yaml.Node, index int) *Resource {
 		case "metadata":
 			d.metadata(e)
 		case "spec":
+			if c.found != nil {
+				c.fields = map[string]position{}
+				c.at(e.keyNode, "spec")
+			}
 			r.Spec = d.object(e, "spec")
+			if c.found != nil {
+				c.found[index], c.fields = c.fields, nil
+			}
 		case "status":
 			r.Status = d.object(e, "status")
 		default:

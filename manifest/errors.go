@@ -15,6 +15,39 @@ import (
 // order. It returns nil if err holds none.
 func Errors(err error) []*errcode.InputError { return errcode.All[*errcode.InputError](err) }
 
+// FieldErrorf returns a problem with the spec field at field (a path
+// such as "spec.k3s.version" or "spec.disks[0].size"), for a provider's
+// validation; [Resource.Locate] places it in the file.
+func FieldErrorf(field, format string, args ...any) *errcode.InputError {
+	return inputError(errcode.InputError{Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Locate places the spec problems in err at the fields they name: each
+// *errcode.InputError in err's tree that has no file yet gets r's file and
+// the line and column where its field is written ([Source.Field]) —
+// "vms.yaml:14:5: spec.cpu.cores: must be in 1..1024" — or, for a
+// resource not read from a file, r's kind and name in place of the file
+// ("VirtualMachine web: spec.cpu.cores: ..."). It returns err, so a
+// provider's spec decoder ends with "return nil, r.Locate(err)".
+func (r *Resource) Locate(err error) error {
+	var fields map[string]position
+	for _, e := range Errors(err) {
+		if e.File != "" || e.Line > 0 {
+			continue
+		}
+		if r.Source.File == "" {
+			e.Input = r.Kind + " " + r.Metadata.Name
+			continue
+		}
+		if fields == nil {
+			fields = r.Source.in.positions(r.Source.Index)
+		}
+		e.File = r.Source.File
+		e.Line, e.Column = r.Source.fieldIn(fields, e.Field)
+	}
+	return err
+}
+
 // inputError is a problem in a manifest.
 func inputError(e errcode.InputError) *errcode.InputError {
 	e.Input = "manifest"

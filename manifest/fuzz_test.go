@@ -77,6 +77,12 @@ func FuzzDecode(f *testing.F) {
 			if r.Source.File != "fuzz.yaml" || r.Source.Line < 1 || r.Source.Index != i {
 				t.Fatalf("resource %d has source %+v", i, r.Source)
 			}
+			// Each spec field is found again, at a place in the input.
+			for k := range r.Spec {
+				if line, col := r.Source.Field("spec." + k); line < 1 || col < 1 {
+					t.Fatalf("resource %d: spec.%s found at %d:%d", i, k, line, col)
+				}
+			}
 		}
 
 		var out bytes.Buffer

@@ -71,7 +71,7 @@ func TestLoadDirectory(t *testing.T) {
 
 	rs, err := manifest.Load(t.Context(), []string{dir}, manifest.LoadOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, manifest.Source{File: filepath.Join(dir, "a.yml"), Line: 6, Index: 1}, rs[1].Source)
+	assert.Equal(t, at(filepath.Join(dir, "a.yml"), 6, 1), at(rs[1].Source.File, rs[1].Source.Line, rs[1].Source.Index))
 }
 
 func TestLoadFilesAndStdin(t *testing.T) {
@@ -86,7 +86,7 @@ func TestLoadFilesAndStdin(t *testing.T) {
 	}, manifest.LoadOptions{Stdin: stdin})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"one", "in", "txt", "dot"}, names(rs))
-	assert.Equal(t, manifest.Source{File: "<stdin>", Line: 1}, rs[1].Source)
+	assert.Equal(t, at("<stdin>", 1, 0), at(rs[1].Source.File, rs[1].Source.Line, rs[1].Source.Index))
 
 	rs, err = manifest.Load(t.Context(), nil, manifest.LoadOptions{})
 	require.NoError(t, err)

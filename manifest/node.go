@@ -31,6 +31,28 @@ type converter struct {
 
 	budget int  // nodes the rest of the input may still expand to
 	failed bool // a problem was reported in the current document
+
+	in *input // the input, for the resources' Source
+
+	// found, when set, collects where each document's spec fields are
+	// written, by resource index (input.positions); fields, while a spec
+	// is converted, is its document's.
+	found  map[int]map[string]position
+	fields map[string]position
+}
+
+// at records that the field at path is written at node n, while a spec
+// is converted. The first record of a path stays: a merge key's source
+// does not move a field the mapping sets itself.
+func (c *converter) at(n *yaml.Node, path string) {
+	if c.fields == nil {
+		return
+	}
+	if _, ok := c.fields[path]; ok {
+		return
+	}
+	line, col := c.pos(n)
+	c.fields[path] = position{int32(line), int32(col)}
 }
 
 // pos returns n's 1-based line and column in the file.
@@ -359,7 +381,9 @@ func (c *converter) value(n *yaml.Node, path string) any {
 		es := c.entries(n, path)
 		m := make(map[string]any, len(es))
 		for _, e := range es {
-			m[e.key] = c.value(e.valNode, JoinPath(path, e.key))
+			p := JoinPath(path, e.key)
+			c.at(e.keyNode, p)
+			m[e.key] = c.value(e.valNode, p)
 		}
 		return m
 	case yaml.SequenceNode:
@@ -369,7 +393,9 @@ func (c *converter) value(n *yaml.Node, path string) any {
 		}
 		l := make([]any, len(n.Content))
 		for i, e := range n.Content {
-			l[i] = c.value(e, JoinIndex(path, i))
+			p := JoinIndex(path, i)
+			c.at(e, p)
+			l[i] = c.value(e, p)
 		}
 		return l
 	case yaml.ScalarNode:

@@ -45,11 +45,48 @@ type Metadata struct {
 
 // Source locates a manifest in its input: the file name ("-" or "<stdin>"
 // for standard input), the 1-based line where the document starts and the
-// 0-based index of the document within the file.
+// 0-based index of the document within the file. A decoded resource's
+// Source can also find where each field of its spec is written
+// ([Source.Field], [Resource.Locate]).
 type Source struct {
 	File  string
 	Line  int
 	Index int
+
+	in *input // the input the resource was decoded from
+}
+
+// Field returns where the spec field at path (a path as errors name it:
+// "spec.k3s.version", "spec.disks[0].size") is written: the line and
+// column of its key (of its value, for a list element), or, for a field
+// the input does not hold, of the closest enclosing field it does hold.
+// It returns the document's own line and column 0 when it knows none: a
+// resource built in code, or read back from a saved plan.
+//
+// The decoder does not keep positions: the first call for an input
+// decodes that input again to find them (the input's documents share the
+// result). It is meant for reporting errors.
+func (s Source) Field(path string) (line, col int) {
+	return s.fieldIn(s.in.positions(s.Index), path)
+}
+
+// fieldIn is Field with the resource's positions found.
+func (s Source) fieldIn(fields map[string]position, path string) (line, col int) {
+	for p := path; p != ""; p = parentPath(p) {
+		if at, ok := fields[p]; ok {
+			return int(at.line), int(at.col)
+		}
+	}
+	return s.Line, 0
+}
+
+// parentPath drops the last key or index of a field path ("spec.a[0]" →
+// "spec.a", "spec.a" → "spec", "spec" → "").
+func parentPath(p string) string {
+	if i := strings.LastIndexAny(p, ".["); i > 0 {
+		return p[:i]
+	}
+	return ""
 }
 
 // String renders the source as "file:line", or "" when unknown.

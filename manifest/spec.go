@@ -16,7 +16,7 @@ import (
 // whose fields carry json tags, strictly: a key the struct does not have, or
 // a value of the wrong type, is an *errcode.InputError naming the field path
 // ("spec.cpu.cores") and, for an unknown key, the known ones. The error has
-// no file: callers add the resource's Source.
+// no file: callers place it with [Resource.Locate].
 func DecodeSpec(spec map[string]any, v any) error {
 	if err := unknownField("spec", spec, reflect.TypeOf(v).Elem()); err != nil {
 		return err

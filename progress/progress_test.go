@@ -267,7 +267,7 @@ func TestFinishListing(t *testing.T) {
 		"    services.yaml:9:1: kind is empty (INVALID_REQUEST)\n"+
 		"    → custom: INVALID_REQUEST\n"+
 		"  ✗ svc/b: not attempted: interrupted\n"+
-		"    → custom: INTERNAL\n"+
+		"    → custom: CANCELLED\n"+
 		"  ✗ svc/c: failed\n"+
 		"  ✗ svc/d: exists (ALREADY_EXISTS)\n", b.String())
 }

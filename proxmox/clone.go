@@ -11,6 +11,7 @@ import (
 	pve "github.com/luthermonson/go-proxmox"
 	"github.com/openctl/openctl/backoff"
 	"github.com/openctl/openctl/errcode"
+	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/registry"
 )
 
@@ -68,7 +69,7 @@ func (p *Provider) chooseNode(c *conn, s *VMSpec, rs []clusterResource) (string,
 	check := func(n, path string) error {
 		r, ok := online[n]
 		if !ok {
-			return ferr(path, "no node %q in context %q (nodes: %s)", n, c.name, strings.Join(sortedKeys(online), ", "))
+			return manifest.FieldErrorf(path, "no node %q in context %q (nodes: %s)", n, c.name, strings.Join(sortedKeys(online), ", "))
 		}
 		if r.Status != "" && r.Status != "online" {
 			return errcode.New(errcode.Transient, fmt.Sprintf("node %s is %s", n, r.Status))
@@ -107,7 +108,7 @@ func (p *Provider) chooseNode(c *conn, s *VMSpec, rs []clusterResource) (string,
 			return n, nil
 		}
 	}
-	return "", ferr("spec.node", "required: context %q has no default node and the cluster has %d nodes (%s)", c.name, len(online), strings.Join(sortedKeys(online), ", "))
+	return "", manifest.FieldErrorf("spec.node", "required: context %q has no default node and the cluster has %d nodes (%s)", c.name, len(online), strings.Join(sortedKeys(online), ", "))
 }
 
 // reserve counts mib of memory as promised on node until release.

@@ -23,7 +23,7 @@ func (p *Provider) Diff(ctx context.Context, desired, live *manifest.Resource) (
 	}
 	c, err := p.conn(s.Context)
 	if err != nil {
-		return registry.Diff{}, specErr(desired, ferr("spec.context", "%v", err))
+		return registry.Diff{}, desired.Locate(manifest.FieldErrorf("spec.context", "%v", err))
 	}
 	vmid, _, _ := manifest.Field(live.Status, "vmid")
 	node, _, _ := manifest.Field(live.Status, "node")

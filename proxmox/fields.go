@@ -124,7 +124,7 @@ var vmFields = []vmField{
 	}},
 	{path: "spec.description", plan: planDescription, read: readDescription, validate: func(s *VMSpec) error {
 		if len(s.Description) > 8000 {
-			return ferr("spec.description", "longer than 8000 bytes")
+			return manifest.FieldErrorf("spec.description", "longer than 8000 bytes")
 		}
 		return nil
 	}},
@@ -136,14 +136,14 @@ var vmFields = []vmField{
 		value: func(v string) any { return anyList(without(tagsOf(v), managedTag)) },
 		validate: func(s *VMSpec) error {
 			if len(s.Tags) > maxTags {
-				return ferr("spec.tags", "at most %d tags, got %d", maxTags, len(s.Tags))
+				return manifest.FieldErrorf("spec.tags", "at most %d tags, got %d", maxTags, len(s.Tags))
 			}
 			for i, t := range s.Tags {
 				if len(t) > maxTagLen {
-					return ferr(fmt.Sprintf("spec.tags[%d]", i), "a tag is at most %d characters, got %d", maxTagLen, len(t))
+					return manifest.FieldErrorf(fmt.Sprintf("spec.tags[%d]", i), "a tag is at most %d characters, got %d", maxTagLen, len(t))
 				}
 				if !tagRe.MatchString(t) {
-					return ferr(fmt.Sprintf("spec.tags[%d]", i), "tags are lower-case letters, digits and _-+. (got %q)", t)
+					return manifest.FieldErrorf(fmt.Sprintf("spec.tags[%d]", i), "tags are lower-case letters, digits and _-+. (got %q)", t)
 				}
 			}
 			return nil
@@ -232,7 +232,7 @@ var vmFields = []vmField{
 		validate: func(s *VMSpec) error {
 			for i, k := range s.cloudInit().SSHKeys {
 				if f := strings.Fields(k); len(f) < 2 || !strings.HasPrefix(f[0], "ssh-") && !strings.HasPrefix(f[0], "ecdsa-") && !strings.HasPrefix(f[0], "sk-") {
-					return ferr(fmt.Sprintf("spec.cloudInit.sshKeys[%d]", i), "not an OpenSSH public key (want \"ssh-ed25519 AAAA... comment\")")
+					return manifest.FieldErrorf(fmt.Sprintf("spec.cloudInit.sshKeys[%d]", i), "not an OpenSSH public key (want \"ssh-ed25519 AAAA... comment\")")
 				}
 			}
 			return nil
@@ -253,7 +253,7 @@ var vmFields = []vmField{
 		validate: func(s *VMSpec) error {
 			for i, ns := range s.cloudInit().Nameservers {
 				if _, err := netip.ParseAddr(ns); err != nil {
-					return ferr(fmt.Sprintf("spec.cloudInit.nameservers[%d]", i), "not an IP address: %q", ns)
+					return manifest.FieldErrorf(fmt.Sprintf("spec.cloudInit.nameservers[%d]", i), "not an IP address: %q", ns)
 				}
 			}
 			return nil
@@ -384,11 +384,11 @@ func readSpec(vm liveVM) map[string]any {
 
 func validateNodes(s *VMSpec) error {
 	if s.Node != "" && len(s.Nodes) > 0 {
-		return ferr("spec.nodes", "set node or nodes, not both")
+		return manifest.FieldErrorf("spec.nodes", "set node or nodes, not both")
 	}
 	for i, n := range append([]string{s.Node}, s.Nodes...) {
 		if n != "" && !identRe.MatchString(n) {
-			return ferr(nodePath(i), "invalid node name %q", n)
+			return manifest.FieldErrorf(nodePath(i), "invalid node name %q", n)
 		}
 	}
 	return nil
@@ -409,16 +409,16 @@ func planNode(pl *planner) error {
 func validateTemplate(s *VMSpec) error {
 	t := s.Template
 	if t == nil || (t.Name == "" && t.VMID == 0) {
-		return ferr("spec.template", "required: a template name or vmid to clone from")
+		return manifest.FieldErrorf("spec.template", "required: a template name or vmid to clone from")
 	}
 	if t.Name != "" && t.VMID != 0 {
-		return ferr("spec.template", "set name or vmid, not both")
+		return manifest.FieldErrorf("spec.template", "set name or vmid, not both")
 	}
 	if t.VMID != 0 && (t.VMID < 100 || t.VMID > 999999999) {
-		return ferr("spec.template.vmid", "must be in 100..999999999, got %d", t.VMID)
+		return manifest.FieldErrorf("spec.template.vmid", "must be in 100..999999999, got %d", t.VMID)
 	}
 	if t.Full != nil && *t.Full && t.Linked {
-		return ferr("spec.template.linked", "contradicts full: true")
+		return manifest.FieldErrorf("spec.template.linked", "contradicts full: true")
 	}
 	return nil
 }
@@ -445,10 +445,10 @@ func readTemplate(vm liveVM, spec map[string]any) {
 
 func validateStorage(s *VMSpec) error {
 	if s.Template.Linked && s.Storage != "" {
-		return ferr("spec.storage", "a linked clone stays on the template's storage; remove storage or make a full clone")
+		return manifest.FieldErrorf("spec.storage", "a linked clone stays on the template's storage; remove storage or make a full clone")
 	}
 	if s.Storage != "" && !identRe.MatchString(s.Storage) {
-		return ferr("spec.storage", "invalid storage name %q", s.Storage)
+		return manifest.FieldErrorf("spec.storage", "invalid storage name %q", s.Storage)
 	}
 	return nil
 }
@@ -460,23 +460,23 @@ func validateNetworks(s *VMSpec) error {
 	for i, n := range s.Networks {
 		p := fmt.Sprintf("spec.networks[%d]", i)
 		if !netNameRe.MatchString(n.Name) {
-			return ferr(p+".name", "must be net0..net31, got %q", n.Name)
+			return manifest.FieldErrorf(p+".name", "must be net0..net31, got %q", n.Name)
 		}
 		if seen[n.Name] {
-			return ferr(p+".name", "network %s listed twice", n.Name)
+			return manifest.FieldErrorf(p+".name", "network %s listed twice", n.Name)
 		}
 		seen[n.Name] = true
 		if n.Model != "" && !slices.Contains(netModels, n.Model) {
-			return ferr(p+".model", "must be one of %s, got %q", strings.Join(netModels, ", "), n.Model)
+			return manifest.FieldErrorf(p+".model", "must be one of %s, got %q", strings.Join(netModels, ", "), n.Model)
 		}
 		if n.Bridge != "" && !identRe.MatchString(n.Bridge) {
-			return ferr(p+".bridge", "invalid bridge name %q", n.Bridge)
+			return manifest.FieldErrorf(p+".bridge", "invalid bridge name %q", n.Bridge)
 		}
 		if n.VLAN != 0 && (n.VLAN < 1 || n.VLAN > 4094) {
-			return ferr(p+".vlan", "must be in 1..4094, got %d", n.VLAN)
+			return manifest.FieldErrorf(p+".vlan", "must be in 1..4094, got %d", n.VLAN)
 		}
 		if n.MACAddress != "" && !macRe.MatchString(n.MACAddress) {
-			return ferr(p+".macAddress", "must look like BC:24:11:00:00:01, got %q", n.MACAddress)
+			return manifest.FieldErrorf(p+".macAddress", "must look like BC:24:11:00:00:01, got %q", n.MACAddress)
 		}
 	}
 	return nil
@@ -552,17 +552,17 @@ func validateDisks(s *VMSpec) error {
 	for i, d := range s.Disks {
 		p := fmt.Sprintf("spec.disks[%d]", i)
 		if !diskNameRe.MatchString(d.Name) {
-			return ferr(p+".name", "must be scsi0..30, virtio0..15, sata0..5 or ide0..3, got %q", d.Name)
+			return manifest.FieldErrorf(p+".name", "must be scsi0..30, virtio0..15, sata0..5 or ide0..3, got %q", d.Name)
 		}
 		if seen[d.Name] {
-			return ferr(p+".name", "disk %s listed twice", d.Name)
+			return manifest.FieldErrorf(p+".name", "disk %s listed twice", d.Name)
 		}
 		seen[d.Name] = true
 		if _, err := parseSize(d.Size); err != nil {
-			return ferr(p+".size", "%v", err)
+			return manifest.FieldErrorf(p+".size", "%v", err)
 		}
 		if d.Storage != "" && !identRe.MatchString(d.Storage) {
-			return ferr(p+".storage", "invalid storage name %q", d.Storage)
+			return manifest.FieldErrorf(p+".storage", "invalid storage name %q", d.Storage)
 		}
 	}
 	return nil
@@ -582,7 +582,7 @@ func planDisks(pl *planner) error {
 				st = orDefault(s.Storage, pl.defaults.Storage)
 			}
 			if st == "" {
-				return ferr(path+".storage", "disk %s does not exist in the template: name the storage to create it on", disk.Name)
+				return manifest.FieldErrorf(path+".storage", "disk %s does not exist in the template: name the storage to create it on", disk.Name)
 			}
 			// "storage:N" allocates N GiB; N may be fractional, so a
 			// size such as 1500M is created exactly rather than rounded
@@ -593,7 +593,7 @@ func planDisks(pl *planner) error {
 			continue
 		}
 		if isCDROM(val) {
-			return ferr(path+".name", "%s is a CD-ROM drive, not a disk", disk.Name)
+			return manifest.FieldErrorf(path+".name", "%s is a CD-ROM drive, not a disk", disk.Name)
 		}
 		have, ok := diskSize(val)
 		if !ok {
@@ -601,7 +601,7 @@ func planDisks(pl *planner) error {
 		}
 		switch {
 		case want < have:
-			return ferr(path+".size", "disk %s cannot shrink from %s to %s (Proxmox only grows disks)", disk.Name, formatSize(have), disk.Size)
+			return manifest.FieldErrorf(path+".size", "disk %s cannot shrink from %s to %s (Proxmox only grows disks)", disk.Name, formatSize(have), disk.Size)
 		case want > have:
 			pl.resizes = append(pl.resizes, resize{disk: disk.Name, size: formatSize(want), from: have, to: want})
 			pl.fields = append(pl.fields, manifest.FieldChange{Path: path + ".size", Old: formatSize(have), New: formatSize(want)})
@@ -637,7 +637,7 @@ func validateIPConfigs(s *VMSpec) error {
 			return err
 		}
 		if !netNameRe.MatchString(name) {
-			return ferr("spec.cloudInit.ipConfig."+name, "keys are network names net0..net31")
+			return manifest.FieldErrorf("spec.cloudInit.ipConfig."+name, "keys are network names net0..net31")
 		}
 	}
 	return nil
@@ -689,7 +689,7 @@ func strSet(v string) (string, bool) { return v, v != "" }
 // inRange checks an optional integer: zero, or in lo..hi.
 func inRange(path string, v, lo, hi int, unit string) error {
 	if v != 0 && (v < lo || v > hi) {
-		return ferr(path, "must be in %d..%d%s, got %d", lo, hi, unit, v)
+		return manifest.FieldErrorf(path, "must be in %d..%d%s, got %d", lo, hi, unit, v)
 	}
 	return nil
 }
@@ -697,7 +697,7 @@ func inRange(path string, v, lo, hi int, unit string) error {
 // matches checks an optional string: empty, or accepted by ok.
 func matches(path, v string, ok func(string) bool, msg string) error {
 	if v != "" && !ok(v) {
-		return ferr(path, msg, v)
+		return manifest.FieldErrorf(path, msg, v)
 	}
 	return nil
 }
@@ -770,5 +770,5 @@ func oneOf(path, v, msg string, allowed ...string) error {
 	if v == "" || slices.Contains(allowed, v) {
 		return nil
 	}
-	return ferr(path, msg, v)
+	return manifest.FieldErrorf(path, msg, v)
 }

@@ -353,7 +353,7 @@ func (p *Provider) Validate(_ context.Context, r *manifest.Resource) error {
 	}
 	c, err := p.conn(s.Context)
 	if err != nil {
-		return specErr(r, ferr("spec.context", "%v", err))
+		return r.Locate(manifest.FieldErrorf("spec.context", "%v", err))
 	}
 	p.mu.Lock()
 	p.where[r.Metadata.Name] = c.name

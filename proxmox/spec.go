@@ -1,7 +1,6 @@
 package proxmox
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -9,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 )
 
@@ -161,48 +159,13 @@ var netModels = []string{"virtio", "e1000", "e1000e", "rtl8139", "vmxnet3"}
 // decoded from a file they also name the file and line.
 func DecodeVMSpec(r *manifest.Resource) (*VMSpec, error) {
 	var s VMSpec
-	if err := decodeStrict(r.Spec, &s); err != nil {
-		return nil, specErr(r, err)
+	if err := manifest.DecodeSpec(r.Spec, &s); err != nil {
+		return nil, r.Locate(err)
 	}
 	if err := s.validate(); err != nil {
-		return nil, specErr(r, err)
+		return nil, r.Locate(err)
 	}
 	return &s, nil
-}
-
-// specErr wraps a spec error with the resource's location.
-func specErr(r *manifest.Resource, err error) error {
-	where := "VirtualMachine " + r.Metadata.Name
-	if r.Source.File != "" {
-		where = fmt.Sprintf("%s:%d: %s", r.Source.File, r.Source.Line, where)
-	}
-	return errcode.Wrap(errcode.Invalid, where, err)
-}
-
-// fieldError names a spec field.
-type fieldError struct {
-	path string
-	msg  string
-}
-
-func (e *fieldError) Error() string { return e.path + ": " + e.msg }
-
-// Unwrap classifies every field error as errcode.Invalid.
-func (e *fieldError) Unwrap() error { return errcode.Invalid }
-
-func ferr(path, format string, args ...any) error {
-	return &fieldError{path: path, msg: fmt.Sprintf(format, args...)}
-}
-
-// decodeStrict decodes a manifest map into v, refusing unknown fields and
-// wrong types with the field path.
-func decodeStrict(m map[string]any, v any) error {
-	err := manifest.DecodeSpec(m, v)
-	var me *errcode.InputError
-	if errors.As(err, &me) {
-		return ferr(me.Field, "%s", me.Msg)
-	}
-	return err
 }
 
 func nodePath(i int) string {
@@ -216,26 +179,26 @@ func (c IPConfig) validate(path string) error {
 	if c.IP != "" && c.IP != "dhcp" {
 		p, err := netip.ParsePrefix(c.IP)
 		if err != nil || !p.Addr().Is4() {
-			return ferr(path+".ip", "must be dhcp or an IPv4 CIDR such as 192.168.1.50/24 (IPv6 goes in ip6), got %q", c.IP)
+			return manifest.FieldErrorf(path+".ip", "must be dhcp or an IPv4 CIDR such as 192.168.1.50/24 (IPv6 goes in ip6), got %q", c.IP)
 		}
 	}
 	if c.Gateway != "" {
 		if a, err := netip.ParseAddr(c.Gateway); err != nil || !a.Is4() {
-			return ferr(path+".gateway", "must be an IPv4 address, got %q", c.Gateway)
+			return manifest.FieldErrorf(path+".gateway", "must be an IPv4 address, got %q", c.Gateway)
 		}
 		if c.IP == "" || c.IP == "dhcp" {
-			return ferr(path+".gateway", "needs a static ip")
+			return manifest.FieldErrorf(path+".gateway", "needs a static ip")
 		}
 	}
 	if c.IP6 != "" && c.IP6 != "dhcp" && c.IP6 != "auto" {
 		p, err := netip.ParsePrefix(c.IP6)
 		if err != nil || !p.Addr().Is6() {
-			return ferr(path+".ip6", "must be dhcp, auto or an IPv6 CIDR such as 2001:db8::50/64, got %q", c.IP6)
+			return manifest.FieldErrorf(path+".ip6", "must be dhcp, auto or an IPv6 CIDR such as 2001:db8::50/64, got %q", c.IP6)
 		}
 	}
 	if c.Gateway6 != "" {
 		if a, err := netip.ParseAddr(c.Gateway6); err != nil || !a.Is6() {
-			return ferr(path+".gateway6", "must be an IPv6 address, got %q", c.Gateway6)
+			return manifest.FieldErrorf(path+".gateway6", "must be an IPv6 address, got %q", c.Gateway6)
 		}
 	}
 	return nil

@@ -100,7 +100,22 @@ func TestDecodeVMSpecErrors(t *testing.T) {
 			require.Error(t, err)
 			assert.True(t, errcode.Is(err, errcode.Invalid), "%v", err)
 			assert.Contains(t, err.Error(), tc.want)
-			assert.Contains(t, err.Error(), "vms.yaml:1: VirtualMachine x")
+			// The error is at its field's line: the line of the spec key
+			// it is under (the test's flow style puts nested fields on
+			// that line), or spec's for a field not written.
+			es := manifest.Errors(err)
+			require.Len(t, es, 1, "%v", err)
+			want := 4
+			top, _, _ := strings.Cut(strings.TrimPrefix(es[0].Field, "spec."), ".")
+			top, _, _ = strings.Cut(top, "[")
+			for i, l := range strings.Split(doc, "\n") {
+				if strings.HasPrefix(l, "  "+top+":") {
+					want = i + 1
+					break
+				}
+			}
+			assert.Equal(t, "vms.yaml", es[0].File)
+			assert.Equal(t, want, es[0].Line, "%v", err)
 		})
 	}
 }

@@ -469,7 +469,7 @@ func (p *Provider) applyVM(ctx context.Context, r *manifest.Resource) (*manifest
 	}
 	c, err := p.conn(s.Context)
 	if err != nil {
-		return nil, specErr(r, ferr("spec.context", "%v", err))
+		return nil, r.Locate(manifest.FieldErrorf("spec.context", "%v", err))
 	}
 	p.mu.Lock()
 	p.where[name] = c.name
@@ -723,7 +723,7 @@ func (p *Provider) createVM(ctx context.Context, c *conn, r *manifest.Resource, 
 	}
 	if !s.Template.full() && !tmpl.Template {
 		// Proxmox refuses with a 500, which would be retried as transient.
-		return fail(ferr("spec.template.linked", "VM %d is not a template: only a template can be cloned linked; make a full clone", tmpl.VMID))
+		return fail(manifest.FieldErrorf("spec.template.linked", "VM %d is not a template: only a template can be cloned linked; make a full clone", tmpl.VMID))
 	}
 	tconf, err := p.templateConfig(ctx, c, tmpl)
 	if err != nil {

@@ -138,6 +138,7 @@ func TestHTTPStatus(t *testing.T) {
 		errcode.Invalid:       400,
 		errcode.Unauthorized:  403,
 		errcode.Transient:     503,
+		errcode.Canceled:      503,
 		errcode.Internal:      500,
 	}
 	for _, c := range errcode.Codes() {

@@ -33,7 +33,8 @@ func httpStatus(c errcode.Code) int {
 		return http.StatusBadRequest
 	case errcode.Unauthorized:
 		return http.StatusForbidden
-	case errcode.Transient:
+	case errcode.Transient, errcode.Canceled:
+		// Cancelled: the agent is shutting down or the caller went away.
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
