@@ -65,10 +65,10 @@ func (e *StateError) Error() string {
 func (e *StateError) Unwrap() error { return e.Err }
 
 // identify returns ctx carrying the store's identity as registry.Call.Owner,
-// read once, when the store has one, and the store's records as
-// registry.Records.
+// read once, when the store has one, and the store's records and live
+// reads as registry.Call.Records and Read.
 func (e *Engine) identify(ctx context.Context) (context.Context, error) {
-	ctx = withCall(ctx, func(c *registry.Call) { c.Records = records{e} })
+	ctx = e.withReads(ctx)
 	st, ok := e.store.(state.Identified)
 	if !ok {
 		return ctx, nil

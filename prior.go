@@ -22,6 +22,12 @@ func (g getter) Get(ctx context.Context, id manifest.ID) (*manifest.Resource, er
 	return g.e.reg.Get(ctx, id)
 }
 
+// withReads returns ctx carrying the state's records and live reads
+// (registry.Call.Records and Read).
+func (e *Engine) withReads(ctx context.Context) context.Context {
+	return withCall(ctx, func(c *registry.Call) { c.Records, c.Read = records{e}, getter{e}.Get })
+}
+
 // withPrior returns ctx carrying id's record as registry.Call.Prior when id's
 // kind reads it and the state has one.
 func (e *Engine) withPrior(ctx context.Context, id manifest.ID) (context.Context, error) {

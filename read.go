@@ -367,6 +367,7 @@ func recorded(rec *state.Record) *manifest.Resource {
 
 // live reads a resource through its provider, retrying transient errors.
 func (e *Engine) live(ctx context.Context, id manifest.ID) (*manifest.Resource, error) {
+	ctx = e.withReads(ctx)
 	var out *manifest.Resource
 	_, err := e.retry(ctx, id, "", func(ctx context.Context) error {
 		return e.safeTop("get", id, func() (err error) { out, err = getter{e}.Get(ctx, id); return err })
@@ -377,6 +378,7 @@ func (e *Engine) live(ctx context.Context, id manifest.ID) (*manifest.Resource, 
 // list lists the live resources of a kind through their provider,
 // retrying transient errors.
 func (e *Engine) list(ctx context.Context, apiVersion, kind string) ([]*manifest.Resource, error) {
+	ctx = e.withReads(ctx)
 	var out []*manifest.Resource
 	id := manifest.ID{APIVersion: apiVersion, Kind: kind}
 	_, err := e.retry(ctx, id, "", func(ctx context.Context) error {

@@ -357,18 +357,25 @@ func k3sSpecMap(k K3sSpec) map[string]any {
 // clusterStatus gathers a cluster's status from its nodes' live states.
 // With the cluster's agent PKI (a, nil when agents are off), a node is
 // ready only when its agent answers too.
-func (p *Provider) clusterStatus(ctx context.Context, members []nodeRef, ssh SSHSpec, a *agentPKI) (map[string]any, error) {
+//
+// onVMs says the nodes run on the cluster's own VMs (named as the nodes),
+// which tell a node that is off from one that does not answer.
+func (p *Provider) clusterStatus(ctx context.Context, members []nodeRef, ssh SSHSpec, a *agentPKI, onVMs bool) (map[string]any, error) {
 	var nodes []any
 	ready := 0
 	st := map[string]any{}
 	version := ""
 	for _, m := range members {
-		ns, err := p.reachableStatus(ctx, m.Name, m.location(ssh))
+		var machines []manifest.ID
+		if onVMs {
+			machines = []manifest.ID{{APIVersion: vmAPIVersion, Kind: "VirtualMachine", Name: m.Name}}
+		}
+		ns, answered, err := p.reachableStatus(ctx, m.Name, m.location(ssh), machines)
 		if err != nil {
 			return nil, err
 		}
 		var agentVersion any
-		if a != nil && ns["phase"] != PhaseUnreachable {
+		if a != nil && answered {
 			as, why := p.agentStatus(ctx, m.Address, a)
 			if why != "" && ns["phase"] == PhaseReady {
 				ns["phase"], ns["message"] = PhaseNotReady, why
@@ -478,7 +485,7 @@ func (p *Provider) applyCluster(ctx context.Context, r *manifest.Resource) (*man
 		return nil, err
 	}
 	read := func() (map[string]any, error) {
-		st, err := p.clusterStatus(ctx, refs, s.SSH, a)
+		st, err := p.clusterStatus(ctx, refs, s.SSH, a, len(s.Hosts) == 0)
 		if err == nil && s.VIP != nil {
 			st["endpoint"] = apiURL(s.VIP.Address)
 		}
@@ -585,8 +592,8 @@ func (p *Provider) apiStatus(ctx context.Context, st map[string]any, ctxName str
 		case !ok:
 			m["phase"] = "Missing"
 			notReady = append(notReady, name+" is not in the API")
-		case m["phase"] == PhaseUnreachable:
-			notReady = append(notReady, name+" is Unreachable ("+fmt.Sprint(m["message"])+")")
+		case m["phase"] == PhaseUnreachable || m["phase"] == PhaseStopped:
+			notReady = append(notReady, name+" is "+fmt.Sprint(m["phase"])+" ("+fmt.Sprint(m["message"])+")")
 		case m["phase"] != PhaseReady:
 			notReady = append(notReady, name+" is "+fmt.Sprint(m["phase"])+" on its host")
 		case !n.Ready:
@@ -674,7 +681,11 @@ func (p *Provider) getCluster(ctx context.Context, id manifest.ID) (*manifest.Re
 	if err != nil {
 		return nil, err
 	}
-	st, err := p.clusterStatus(ctx, rec.Nodes, rec.SSH, a)
+	cs, err := p.clusterSpec(prior)
+	if err != nil {
+		return nil, err
+	}
+	st, err := p.clusterStatus(ctx, rec.Nodes, rec.SSH, a, len(cs.Hosts) == 0)
 	if err != nil {
 		return nil, err
 	}
@@ -690,10 +701,6 @@ func (p *Provider) getCluster(ctx context.Context, id manifest.ID) (*manifest.Re
 				st[k] = v
 			}
 		}
-	}
-	cs, err := p.clusterSpec(prior)
-	if err != nil {
-		return nil, err
 	}
 	actx, cancel := context.WithTimeout(ctx, apiReadTimeout)
 	defer cancel()

@@ -14,14 +14,16 @@ import (
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/k3s/kubeconfig"
 	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/refs"
 	"github.com/openctl/openctl/registry"
 	"github.com/openctl/openctl/remote"
 )
 
 // The phases of a node and of a cluster. A node is Ready, NotReady
-// (its k3s runs but the API does not have it Ready), Stopped (its k3s
-// service is not running) or Unreachable (its host does not answer; the
-// message says how it failed). A cluster is Ready, Degraded (its API
+// (its k3s runs but the API does not have it Ready), Stopped (its VM is
+// off, or its k3s service is not running: the message says which) or
+// Unreachable (its host does not answer; the message says how it
+// failed). A cluster is Ready, Degraded (its API
 // answers but not every node is Ready: the message names them and says
 // whether etcd keeps its quorum), Down (no server answers) or NotReady
 // (still being made: no kubeconfig yet).
@@ -470,25 +472,49 @@ const (
 	readService nodeRead = "service"
 )
 
-// reachableStatus reads a node's status over SSH (nodeStatus). A node
-// whose host does not answer is a status, not an error: the phase
-// Unreachable with how it failed. Only the end of ctx is an error.
-func (p *Provider) reachableStatus(ctx context.Context, name string, loc *location) (map[string]any, error) {
+// reachableStatus reads a node's status over SSH (nodeStatus); answered
+// says its host answered. A node whose host does not answer is a status,
+// not an error: the phase Stopped when one of its machines (the VM it
+// runs on) reads as stopped, else Unreachable with how the host failed.
+// Only the end of ctx is an error.
+func (p *Provider) reachableStatus(ctx context.Context, name string, loc *location, machines []manifest.ID) (st map[string]any, answered bool, err error) {
 	h, err := p.pool.Host(ctx, loc.target())
 	if err != nil {
 		err = p.nodeErr(name, "connect", err)
 	}
-	var st map[string]any
 	if err == nil {
 		st, err = p.nodeStatus(ctx, h, name, loc)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
-		return map[string]any{"phase": PhaseUnreachable, "message": err.Error()}, nil
+		if m, ok := stoppedMachine(ctx, machines); ok {
+			return map[string]any{"phase": PhaseStopped, "message": "its " + m.Kind + " " + m.Name + " is stopped"}, false, nil
+		}
+		return map[string]any{"phase": PhaseUnreachable, "message": err.Error()}, false, nil
 	}
-	return st, nil
+	return st, true, nil
+}
+
+// stoppedMachine returns the machine among machines (the VM a node runs
+// on) that reads as stopped (status.state) through registry.Call.Read,
+// if one does. A machine that cannot be read is not taken for stopped.
+func stoppedMachine(ctx context.Context, machines []manifest.ID) (manifest.ID, bool) {
+	read := registry.CallOf(ctx).Read
+	if read == nil {
+		return manifest.ID{}, false
+	}
+	for _, id := range machines {
+		r, err := read(ctx, id)
+		if err != nil {
+			continue
+		}
+		if state, _ := r.Status["state"].(string); state == "stopped" {
+			return id, true
+		}
+	}
+	return manifest.ID{}, false
 }
 
 // nodeStatus reads the node's whole status from its host.
@@ -595,16 +621,17 @@ func (p *Provider) getNode(ctx context.Context, id manifest.ID) (*manifest.Resou
 		return nil, err
 	}
 	prior := registry.CallOf(ctx).Prior
-	st, err := p.reachableStatus(ctx, id.Name, loc)
+	machines, _ := refs.Dependencies(prior) // what the node's spec refers to: its VM
+	st, answered, err := p.reachableStatus(ctx, id.Name, loc, machines)
 	if err != nil {
 		return nil, err
 	}
-	if st["phase"] == PhaseUnreachable {
+	if !answered {
 		// What was recorded of it (its cluster, address, tokens) with the
-		// phase Unreachable and how the host failed.
-		why := st["message"]
+		// phase and why its host did not answer.
+		ph, why := st["phase"], st["message"]
 		st = maps.Clone(prior.Status)
-		st["phase"], st["message"] = PhaseUnreachable, why
+		st["phase"], st["message"] = ph, why
 		return &manifest.Resource{APIVersion: id.APIVersion, Kind: id.Kind, Metadata: manifest.Metadata{Name: id.Name, Labels: prior.Metadata.Labels}, Spec: prior.Spec, Status: st}, nil
 	}
 	p.locs.Store(id.Name, loc)
@@ -669,17 +696,33 @@ func (p *Provider) deleteNode(ctx context.Context, id manifest.ID) error {
 			return err
 		}
 	}
+	call := registry.CallOf(ctx)
 	h, err := p.pool.Host(ctx, loc.target())
 	if err != nil {
-		return p.nodeErr(id.Name, "connect", err)
+		machines, _ := refs.Dependencies(call.Prior)
+		m, stopped := stoppedMachine(ctx, machines)
+		switch {
+		case !stopped:
+			return p.nodeErr(id.Name, "connect", err)
+		case call.Cascade || call.Parent != nil:
+			// Its VM is off and goes in the same operation (the cluster
+			// is deleted, or shrinks by this node): nothing runs there
+			// to uninstall.
+			call.ReportStep("its " + m.Kind + " " + m.Name + " is stopped: nothing to uninstall")
+			if !call.Cascade {
+				return p.forgetNode(ctx, id.Name, call.Prior)
+			}
+			return nil
+		}
+		return errcode.New(errcode.Invalid, fmt.Sprintf("k3s: node %s: its %s %s is stopped, so k3s cannot be uninstalled from it: start it (openctl proxmox start vm %s) and delete the node again, or delete the VM with it", id.Name, m.Kind, m.Name, m.Name))
 	}
-	registry.CallOf(ctx).ReportStep("uninstalling k3s")
+	call.ReportStep("uninstalling k3s")
 	_, err = h.Run(ctx, remote.Command{Step: "uninstall k3s", Script: "set -- " + service(loc.Role) + "\n" + uninstallScript})
 	if err != nil {
 		return p.nodeErr(id.Name, "uninstall", err)
 	}
-	if !registry.CallOf(ctx).Cascade {
-		return p.forgetNode(ctx, id.Name, registry.CallOf(ctx).Prior)
+	if !call.Cascade {
+		return p.forgetNode(ctx, id.Name, call.Prior)
 	}
 	return nil
 }

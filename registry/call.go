@@ -57,6 +57,13 @@ type Call struct {
 	// for every Apply and Delete of a kind that is not Composite; nil
 	// when what is applied then is recorded nowhere.
 	Children ChildRecorder
+	// Read reads another resource live, through its provider, as a $ref
+	// to it is read (its record as Prior), for every call of Apply, Plan,
+	// Delete and Get; nil otherwise. A provider whose resource lives on
+	// another — a K3s node on a VM — asks it what it cannot see itself:
+	// a node whose host does not answer is Stopped when its VM reads as
+	// stopped.
+	Read func(ctx context.Context, id manifest.ID) (*manifest.Resource, error)
 	// Step receives the step the call is in ("cloning", "waiting for
 	// guest agent"), to drive progress; nil when nobody watches. Report
 	// through [Call.ReportStep]. It must be safe for concurrent use.

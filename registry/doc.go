@@ -44,6 +44,8 @@
 //   - Prior: the resource as last recorded, for kinds that set
 //     [Kind].ReadsPrior;
 //   - Records: the state's records of a kind;
+//   - Read: another resource read live, through its provider (a K3s
+//     node asks whether its VM is off);
 //   - Cascade: a delete that goes with its owner's;
 //   - Parent: the composite a child belongs to, as the operation applies
 //     it now;

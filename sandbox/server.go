@@ -84,6 +84,10 @@ func (s *Server) Info() ServerInfo {
 	}}
 }
 
+// Simulator is the Proxmox VE simulator the server serves: a test reads
+// what is really there from it (its VMs, their state).
+func (s *Server) Simulator() *proxmoxtest.Server { return s.srv }
+
 // World is the world the server's VMs run on.
 func (s *Server) World() *World { return s.world }
 

@@ -163,6 +163,11 @@ func (w *World) Network() netip.Prefix { return w.opts.Network }
 // octets with c.d; loopback and IPv6 addresses are returned as they are.
 func (w *World) MapAddress(a netip.Addr) netip.Addr { return addrmap.Into(w.opts.Network)(a) }
 
+// EtcdMembers lists the etcd members of each k3s cluster on the world's
+// network, by the node each belongs to (what "etcdctl member list" shows
+// on its servers), keyed by the cluster's datastore ID.
+func (w *World) EtcdMembers() map[string][]string { return w.k3s.EtcdMembers() }
+
 // K3sHosts is how the K3s provider reaches the world's hosts (the
 // k3s.Driver's SandboxHosts). Close is not the world's: the caller
 // closes the world.

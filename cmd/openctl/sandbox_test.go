@@ -226,14 +226,6 @@ func pinnedClient(fp string) *http.Client {
 	}
 }
 
-func keys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
 // TestSandboxK3sFromAnotherProcess is README's CI recipe for clusters: an
 // `openctl sandbox` process, and openctl run with the configuration it
 // wrote (--config-out) plans, applies, re-plans and deletes the K3s

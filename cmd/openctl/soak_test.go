@@ -418,51 +418,8 @@ func runSoakTrial(ctx context.Context, t *testing.T, bin string, tr *soakTrial, 
 	}
 	err = cmd.Wait()
 	hook.disarm()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		tr.killed = "exit 0"
-	case errors.As(err, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			tr.killed = "died of " + soakSignal(ws.Signal())
-		} else {
-			tr.killed = fmt.Sprintf("exit %d", ee.ExitCode())
-		}
-	default:
-		tr.fail("test setup", "openctl apply: %v", err)
+	if !soakEnded(tr, err, signalled.Load()) || !soakReapply(ctx, tr, s, soakMaxApplies) {
 		return
-	}
-	if !signalled.Load() {
-		tr.killed += " before the signal"
-	}
-	if err == nil && signalled.Load() && tr.sig != syscall.SIGKILL {
-		tr.note("the interrupted apply exited 0")
-	}
-
-	// Re-apply, faults still on, until an apply exits 0.
-	unlocked := false
-	converged := false
-	for tr.applies < soakMaxApplies && !converged {
-		tr.applies++
-		code, out := s.run(ctx, "apply", "-f", s.manifest)
-		switch {
-		case code == 0:
-			converged = true
-		case code == 1 && strings.Contains(out, "the lock is stale") && !unlocked:
-			tr.fail("stale lock needed state force-unlock", "re-apply %d: %s", tr.applies, soakErrorLine(out))
-			unlocked = true
-			if code, out := s.run(ctx, "state", "force-unlock"); code != 0 {
-				tr.fail("test setup", "state force-unlock: exit %d: %s", code, out)
-				return
-			}
-		case code == 1 && soakOnlyFaults(out):
-			tr.note("re-apply %d failed on injected faults", tr.applies)
-		default:
-			tr.fail("re-apply failed", "re-apply %d: exit %d: %s", tr.applies, code, soakErrorLine(out))
-		}
-	}
-	if !converged {
-		tr.fail("no successful apply", "%d re-applies, none exited 0", tr.applies)
 	}
 
 	// Tasks from the killed apply (a clone, a destroy) may still run in
@@ -475,6 +432,66 @@ func runSoakTrial(ctx context.Context, t *testing.T, bin string, tr *soakTrial, 
 	s.checkSimulator(ctx, tr)
 	s.checkPlan(ctx, tr)
 	s.checkGet(ctx, tr)
+}
+
+// soakEnded records in tr how the interrupted apply ended, from its
+// Wait's err and whether the signal was sent. It reports false when the
+// apply could not be run at all.
+func soakEnded(tr *soakTrial, err error, signalled bool) bool {
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		tr.killed = "exit 0"
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			tr.killed = "died of " + soakSignal(ws.Signal())
+		} else {
+			tr.killed = fmt.Sprintf("exit %d", ee.ExitCode())
+		}
+	default:
+		tr.fail("test setup", "openctl apply: %v", err)
+		return false
+	}
+	if !signalled {
+		tr.killed += " before the signal"
+	}
+	if err == nil && signalled && tr.sig != syscall.SIGKILL {
+		tr.note("the interrupted apply exited 0")
+	}
+	return true
+}
+
+// soakReapply re-applies s.manifest until an apply exits 0, at most
+// max times, recording what went wrong in tr. A stale lock
+// (which a re-run must take over by itself) is a failure; the test then
+// force-unlocks to see the rest. It reports false when the test could
+// not go on.
+func soakReapply(ctx context.Context, tr *soakTrial, s *soakEnv, max int) bool {
+	unlocked := false
+	converged := false
+	for tr.applies < max && !converged {
+		tr.applies++
+		code, out := s.run(ctx, "apply", "-f", s.manifest)
+		switch {
+		case code == 0:
+			converged = true
+		case code == 1 && strings.Contains(out, "the lock is stale") && !unlocked:
+			tr.fail("stale lock needed state force-unlock", "re-apply %d: %s", tr.applies, soakErrorLine(out))
+			unlocked = true
+			if code, out := s.run(ctx, "state", "force-unlock"); code != 0 {
+				tr.fail("test setup", "state force-unlock: exit %d: %s", code, out)
+				return false
+			}
+		case code == 1 && soakOnlyFaults(out):
+			tr.note("re-apply %d failed on injected faults", tr.applies)
+		default:
+			tr.fail("re-apply failed", "re-apply %d: exit %d: %s", tr.applies, code, soakErrorLine(out))
+		}
+	}
+	if !converged {
+		tr.fail("no successful apply", "%d re-applies, none exited 0", tr.applies)
+	}
+	return true
 }
 
 // soakSignal names sig as kill(1) does.

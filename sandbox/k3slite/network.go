@@ -175,6 +175,29 @@ func (n *Network) newCluster(name, node, host string, passwd []byte) (*cluster, 
 	return c, m, nil
 }
 
+// EtcdMembers lists the etcd members of each cluster (learners
+// included), by the node each belongs to, keyed by the cluster's ID. A
+// member added for a join that has not started yet is listed by the name
+// it was added under.
+func (n *Network) EtcdMembers() map[string][]string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make(map[string][]string, len(n.clusters))
+	for id, c := range n.clusters {
+		var names []string
+		for _, m := range c.members {
+			switch {
+			case m.node != "":
+				names = append(names, m.node)
+			default:
+				names = append(names, m.name)
+			}
+		}
+		out[id] = names
+	}
+	return out
+}
+
 // lookup returns cluster id and its member mid; errors say why not.
 func (n *Network) lookup(id string, mid uint64) (*cluster, *member, error) {
 	n.mu.Lock()
