@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/openctl/openctl/errcode"
@@ -155,6 +157,13 @@ func (e *Engine) Plan(ctx context.Context, resources ...*manifest.Resource) (*Pl
 	}
 	if err := e.checkRefs(ctx, s); err != nil {
 		return nil, err
+	}
+	if refusals := e.providerChecks(ctx, s); len(refusals) > 0 {
+		var errs []error
+		for _, k := range slices.Sorted(maps.Keys(refusals)) {
+			errs = append(errs, refusals[k])
+		}
+		return nil, errors.Join(errs...)
 	}
 	return e.planSet(ctx, s)
 }

@@ -157,6 +157,24 @@ func (e *Engine) checkRefs(ctx context.Context, s *set) error {
 	return errors.Join(errs...)
 }
 
+// providerChecks asks the provider of each resource to apply whether it
+// would refuse it (registry.Checker), returning the refusals by node key,
+// each naming its resource and where it was written.
+func (e *Engine) providerChecks(ctx context.Context, s *set) map[string]error {
+	refusals := map[string]error{}
+	for _, k := range slices.Sorted(maps.Keys(s.nodes)) {
+		n := s.nodes[k]
+		c, ok := n.prov.(registry.Checker)
+		if !ok || n.del {
+			continue
+		}
+		if err := e.safe("check", n.id, func() error { return c.Check(ctx, n.res) }); err != nil {
+			refusals[k] = wrapf(err, "%s%s", n.id.Short(), at(n.res))
+		}
+	}
+	return refusals
+}
+
 // checkRefFields reports the $refs of n that name a field their target's
 // kind declares it can never have (registry.Kind.Fields).
 func checkRefFields(n *node, kindOf func(manifest.ID) (registry.Kind, bool)) []error {

@@ -14,6 +14,56 @@ import (
 	"github.com/openctl/openctl/remote"
 )
 
+// Check refuses, in Plan as in Apply before anything is done, a Node
+// that names no server and whose cluster cannot be picked (pickCluster):
+// a named cluster that does not exist, none at all, or several and none
+// named.
+func (p *Provider) Check(ctx context.Context, r *manifest.Resource) error {
+	if r.Kind != KindNode {
+		return nil
+	}
+	if init, _ := r.Spec["init"].(bool); init || r.Spec["server"] != nil {
+		return nil
+	}
+	cluster, _ := r.Spec["cluster"].(string)
+	_, err := pickCluster(ctx, r.Metadata.Name, cluster)
+	return err
+}
+
+// pickCluster returns the record of the cluster a node joins: the one
+// named, or the only Cluster openctl has a record of. Several clusters
+// and none named is a CONFLICT error listing them; a named cluster that
+// is not recorded, or none at all, is NOT_FOUND.
+func pickCluster(ctx context.Context, name, cluster string) (*manifest.Resource, error) {
+	rs := registry.CallOf(ctx).Records
+	if rs == nil {
+		return nil, errcode.New(errcode.Invalid, fmt.Sprintf("k3s: node %s: spec.server is required when the provider runs without an engine to find its cluster", name))
+	}
+	clusters, err := rs.Records(ctx, APIVersion, KindCluster)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	var pick *manifest.Resource
+	for _, c := range clusters {
+		names = append(names, c.Metadata.Name)
+		if c.Metadata.Name == cluster {
+			pick = c
+		}
+	}
+	switch {
+	case cluster != "" && pick == nil:
+		return nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: node %s: cluster %q does not exist (clusters: %s)", name, cluster, orNone(names)))
+	case cluster != "":
+		return pick, nil
+	case len(clusters) == 0:
+		return nil, errcode.New(errcode.NotFound, fmt.Sprintf("k3s: node %s: there is no cluster to join: apply a Cluster first, or give spec.server and a token", name))
+	case len(clusters) > 1:
+		return nil, errcode.New(errcode.Conflict, fmt.Sprintf("k3s: node %s names no cluster and there are %d (%s): set spec.cluster to one of them; nothing was done on the host", name, len(clusters), strings.Join(names, ", ")))
+	}
+	return clusters[0], nil
+}
+
 // joinInfo fills in, for a node that names no server, the cluster it
 // joins: spec.cluster, or the only Cluster openctl has a record of — the
 // server URL, its tokens and the cluster's k3s settings. Several clusters
@@ -23,32 +73,9 @@ func (p *Provider) joinInfo(ctx context.Context, name string, s *NodeSpec) error
 	if s.Init || s.Server != "" {
 		return nil
 	}
-	rs := registry.CallOf(ctx).Records
-	if rs == nil {
-		return errcode.New(errcode.Invalid, fmt.Sprintf("k3s: node %s: spec.server is required when the provider runs without an engine to find its cluster", name))
-	}
-	clusters, err := rs.Records(ctx, APIVersion, KindCluster)
+	pick, err := pickCluster(ctx, name, s.Cluster)
 	if err != nil {
 		return err
-	}
-	var names []string
-	var pick *manifest.Resource
-	for _, c := range clusters {
-		names = append(names, c.Metadata.Name)
-		if c.Metadata.Name == s.Cluster {
-			pick = c
-		}
-	}
-	switch {
-	case s.Cluster != "" && pick == nil:
-		return errcode.New(errcode.NotFound, fmt.Sprintf("k3s: node %s: cluster %q does not exist (clusters: %s)", name, s.Cluster, orNone(names)))
-	case s.Cluster != "":
-	case len(clusters) == 0:
-		return errcode.New(errcode.NotFound, fmt.Sprintf("k3s: node %s: there is no cluster to join: apply a Cluster first, or give spec.server and a token", name))
-	case len(clusters) > 1:
-		return errcode.New(errcode.Conflict, fmt.Sprintf("k3s: node %s names no cluster and there are %d (%s): set spec.cluster to one of them; nothing was done on the host", name, len(clusters), strings.Join(names, ", ")))
-	default:
-		pick = clusters[0]
 	}
 	cs, err := p.clusterSpec(pick)
 	if err != nil {

@@ -14,7 +14,8 @@ import (
 )
 
 // A Node that names no cluster joins the only one openctl knows; with
-// several it is refused before anything is done, never guessed.
+// several it is refused before anything is done, never guessed. Plan
+// refuses each case with apply's code and message.
 func TestNodeMembership(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -36,19 +37,21 @@ func TestNodeMembership(t *testing.T) {
 		return &manifest.Resource{APIVersion: k3s.APIVersion, Kind: k3s.KindNode, Metadata: manifest.Metadata{Name: "extra"}, Spec: spec}
 	}
 
-	_, err = e.Apply(ctx, node(""))
-	require.ErrorIs(t, err, errcode.NotFound)
-	assert.Contains(t, err.Error(), "there is no cluster to join")
+	refused := func(n *manifest.Resource, code errcode.Code, msg string) {
+		t.Helper()
+		_, err := e.Plan(ctx, n)
+		require.ErrorIs(t, err, code, "plan")
+		assert.Contains(t, err.Error(), msg, "plan")
+		_, err = e.Apply(ctx, n)
+		require.ErrorIs(t, err, code, "apply")
+		assert.Contains(t, err.Error(), msg, "apply")
+	}
+	refused(node(""), errcode.NotFound, "there is no cluster to join")
 
 	record("blue")
 	record("green")
-	_, err = e.Apply(ctx, node(""))
-	require.ErrorIs(t, err, errcode.Conflict)
-	assert.Contains(t, err.Error(), "node extra names no cluster and there are 2 (blue, green): set spec.cluster to one of them; nothing was done on the host")
-
-	_, err = e.Apply(ctx, node("red"))
-	require.ErrorIs(t, err, errcode.NotFound)
-	assert.Contains(t, err.Error(), `cluster "red" does not exist (clusters: blue, green)`)
+	refused(node(""), errcode.Conflict, "node extra names no cluster and there are 2 (blue, green): set spec.cluster to one of them; nothing was done on the host")
+	refused(node("red"), errcode.NotFound, `cluster "red" does not exist (clusters: blue, green)`)
 
 	assert.Zero(t, k3s.SSHPool(p).Opened("192.0.2.50:22"), "no SSH to the node's host")
 	_, err = st.Get(ctx, node("").ID())

@@ -84,6 +84,8 @@
 //   - [Planner]: expand a composite resource into child manifests; required
 //     for every kind marked [Kind].Composite.
 //   - [Differ]: say whether a change is made in place or needs a replace.
+//   - [Checker]: refuse, from what already exists, a resource Apply would
+//     refuse, so that Plan refuses it first with the same error.
 //   - [Actioner]: offer named operations (start, stop, logs) that a CLI
 //     turns into subcommands; see [FindAction] and [ActionSpec.CheckArgs].
 //   - [Pinger]: check, before an Apply changes anything, that the

@@ -183,6 +183,18 @@ type Validator interface {
 	Validate(ctx context.Context, r *manifest.Resource) error
 }
 
+// Checker is implemented by providers that refuse, from what already
+// exists, a resource an Apply of it would refuse before acting — a K3s
+// Node naming a cluster that does not exist, or none when there are
+// several. The engine calls Check for every resource it is to apply
+// (not for deletes), with the spec as written ($ref markers unresolved)
+// and the operation's Call (Records, Read): Plan fails with its error,
+// as Apply would, and Apply fails that resource without running it
+// (what depends on it is skipped). Check must not change anything.
+type Checker interface {
+	Check(ctx context.Context, r *manifest.Resource) error
+}
+
 // Differ is implemented by providers that know which changes can be made
 // in place and which need the resource to be replaced or restarted. The
 // engine calls Diff when planning a resource that exists; without it, any
