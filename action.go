@@ -3,6 +3,7 @@ package openctl
 import (
 	"context"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -70,12 +71,14 @@ func (e *Engine) Do(ctx context.Context, id manifest.ID, action string, args map
 	return res, err
 }
 
-// recordStatus records status changes an action made. A record whose
-// spec hash matched its spec as resolved from the state before the change
-// — one of the changed records, or one whose $refs point at them — gets
-// the hash of its spec as resolved after it: a $ref to a field the action
-// changed (a rotated credential another resource takes from this one) is
-// then not mistaken for a change of the manifest by the next plan. A
+// recordStatus records status (and spec) changes an action made. A
+// record whose spec hash matched its spec as resolved from the state
+// before the change — one of the changed records, or one whose $refs
+// point at them — gets the hash of its spec as resolved after it: a $ref
+// to a field the action changed (a rotated credential another resource
+// takes from this one) is then not mistaken for a change of the manifest
+// by the next plan, and a spec the action changed (an upgrade's version)
+// matches a manifest that says the same. A
 // record whose hash did not match (its last apply failed, or what it
 // refers to changed since) keeps it, so the next apply still applies it.
 func (e *Engine) recordStatus(ctx context.Context, updates []registry.StatusUpdate) error {
@@ -126,6 +129,18 @@ func (e *Engine) recordStatus(ctx context.Context, updates []registry.StatusUpda
 		plain, sealed := splitSecrets(kind.SecretFields, "status.", status)
 		next := rec.Clone()
 		next.Status = plain
+		if len(u.Spec) > 0 {
+			obj := map[string]any{"spec": manifest.CopyMap(next.Spec)}
+			for _, path := range slices.Sorted(maps.Keys(u.Spec)) {
+				if !strings.HasPrefix(path, "spec.") {
+					return errcode.New(errcode.Internal, "openctl: "+u.ID.Short()+": an action's spec update names "+path+", not a spec field")
+				}
+				if err := manifest.SetField(obj, path, u.Spec[path]); err != nil {
+					return err
+				}
+			}
+			next.Spec, _ = obj["spec"].(map[string]any)
+		}
 		for p := range next.Secrets {
 			if strings.HasPrefix(p, "status.") {
 				delete(next.Secrets, p)

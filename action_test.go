@@ -108,3 +108,39 @@ func TestActionWithoutRecordsChangesNoRecord(t *testing.T) {
 }
 
 var _ registry.Actioner = (*rotatingProvider)(nil)
+
+// resizingProvider offers "resize" on a Thing: it changes what the
+// manifest describes (spec.size) and records it as the spec.
+type resizingProvider struct{ *testProvider }
+
+func (p *resizingProvider) Actions() []registry.ActionSpec {
+	return []registry.ActionSpec{{Name: "resize", Kind: "Thing", Short: "resize it", Records: true}}
+}
+
+func (p *resizingProvider) Do(ctx context.Context, req registry.ActionRequest) (*registry.ActionResult, error) {
+	return &registry.ActionResult{Message: "resized"}, req.Record(ctx, registry.StatusUpdate{ID: req.ID, Status: map[string]any{"size": int64(2)}, Spec: map[string]any{"spec.size": int64(2)}})
+}
+
+// An action that changes what the manifest describes records it as the
+// spec: once the manifest says the same, plan has nothing to do; the old
+// manifest is now a change.
+func TestActionRecordsSpec(t *testing.T) {
+	ctx := t.Context()
+	p := &resizingProvider{testProvider: newTestProvider()}
+	st := state.NewMemory()
+	e := newEngine(t, p, openctl.WithStore(st))
+	_, err := e.Apply(ctx, thing("a", map[string]any{"size": int64(1), "name": "kept"}))
+	require.NoError(t, err)
+	_, err = e.Do(ctx, thingID("a"), "resize", nil, nil)
+	require.NoError(t, err)
+
+	rec, err := st.Get(ctx, thingID("a"))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"size": int64(2), "name": "kept"}, rec.Spec, "the named field set, the others kept")
+	plan, err := e.Plan(ctx, thing("a", map[string]any{"size": int64(2), "name": "kept"}))
+	require.NoError(t, err)
+	assert.Equal(t, openctl.ActionNoOp, plan.Changes[0].Action, "%v", plan.Changes[0].Reasons)
+	plan, err = e.Plan(ctx, thing("a", map[string]any{"size": int64(1), "name": "kept"}))
+	require.NoError(t, err)
+	assert.Equal(t, openctl.ActionUpdate, plan.Changes[0].Action)
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/internal/drain"
 	"github.com/openctl/openctl/k3s/kubeconfig"
+	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/registry"
 	"github.com/openctl/openctl/remote"
 )
@@ -336,7 +337,14 @@ func (p *Provider) upgradeCluster(ctx context.Context, req registry.ActionReques
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if err := req.Record(ctx, registry.StatusUpdate{ID: id, Status: map[string]any{"version": version}}); err != nil {
+	// What the cluster and its nodes now run is recorded as their spec
+	// too: once the manifest says the same, there is nothing to apply.
+	updates := []registry.StatusUpdate{{ID: id, Status: map[string]any{"version": version}, Spec: map[string]any{"spec.k3s.version": version}}}
+	for _, m := range rec.Nodes {
+		updates = append(updates, registry.StatusUpdate{ID: manifest.ID{APIVersion: APIVersion, Kind: KindNode, Name: m.Name},
+			Status: map[string]any{"version": version}, Spec: map[string]any{"spec.k3s.version": version}})
+	}
+	if err := req.Record(ctx, updates...); err != nil {
 		return nil, err
 	}
 	n := len(servers) + len(agents)

@@ -139,9 +139,19 @@ func TestRollingUpgrade(t *testing.T) {
 	_, err = eng.Apply(ctx, c)
 	require.ErrorIs(t, err, errcode.Invalid, "the manifest still says v1.37.3")
 	assert.Contains(t, err.Error(), "would be a downgrade")
-	steps = nil
+	// Once the manifest says what the action did, plan has nothing to do:
+	// the action recorded the version as the spec.
 	version("v1.37.5+k3s1")
-	_, err = eng.Apply(ctx, c)
+	plan, err := eng.Plan(ctx, c)
+	require.NoError(t, err)
+	for _, ch := range plan.Changes {
+		assert.Equal(t, openctl.ActionNoOp, ch.Action, "%s: %v", ch.ID.Short(), ch.Reasons)
+	}
+	steps = nil
+	rep, err = eng.Apply(ctx, c)
 	require.NoError(t, err)
 	assert.Empty(t, steps, "nothing to upgrade once the manifest says so")
+	for _, r := range rep.Results {
+		assert.Equal(t, openctl.OutcomeUnchanged, r.Outcome, r.ID.Short())
+	}
 }

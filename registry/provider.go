@@ -290,7 +290,7 @@ type ActionRequest struct {
 	// Out receives streamed output; never nil when the engine calls Do.
 	Out io.Writer
 	// Record, set for an action whose spec says Records, records new
-	// status fields of resources the action changed, all of them before it
+	// status (and spec) fields of resources the action changed, all of them before it
 	// returns: call it after each step that must survive an interruption,
 	// so that a re-run of the action finds where it stopped. Secret fields
 	// are sealed as Apply seals them.
@@ -303,6 +303,11 @@ type StatusUpdate struct {
 	// Status holds the status fields to set, by top-level key; the
 	// record's other fields stay as they are.
 	Status map[string]any
+	// Spec holds the spec fields to set, by path ("spec.k3s.version"),
+	// when the action changed what the manifest describes (an upgrade):
+	// the record then says what is there, so that once the manifest says
+	// the same, plan shows nothing to do without another apply.
+	Spec map[string]any
 }
 
 // ActionResult is the outcome of an action.
