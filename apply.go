@@ -71,6 +71,9 @@ func (e *Engine) Apply(ctx context.Context, resources ...*manifest.Resource) (*R
 	if err := e.checkRefs(ctx, s); err != nil {
 		return nil, err
 	}
+	if err := e.place(ctx, s); err != nil {
+		return nil, err
+	}
 	for k, err := range e.providerChecks(ctx, s) {
 		s.nodes[k].refused = err
 	}

@@ -23,14 +23,15 @@ type node struct {
 	prov     registry.Provider
 	kind     registry.Kind
 	owner    *manifest.ID
-	parent   *manifest.Resource // the owner as this operation applies it (registry.Call.Parent); nil when it is not in the operation
-	children []manifest.ID      // sorted
-	deps     []manifest.ID      // every $ref target, sorted
-	refs     []refs.Ref         // every $ref marker (not set for deletes)
-	refused  error              // set when the node must fail without running
-	del      bool               // delete the resource instead of applying it
-	recorded bool               // for a delete: the state has a record of it
-	cascade  bool               // for a delete: its owner is deleted in the same operation
+	parent   *manifest.Resource     // the owner as this operation applies it (registry.Call.Parent); nil when it is not in the operation
+	children []manifest.ID          // sorted
+	deps     []manifest.ID          // every $ref target, sorted
+	refs     []refs.Ref             // every $ref marker (not set for deletes)
+	refused  error                  // set when the node must fail without running
+	del      bool                   // delete the resource instead of applying it
+	recorded bool                   // for a delete: the state has a record of it
+	cascade  bool                   // for a delete: its owner is deleted in the same operation
+	placed   []manifest.FieldChange // what its provider's Place chose (registry.Placer)
 }
 
 // op names what the operation does to n: "apply" or "delete".

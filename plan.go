@@ -36,7 +36,9 @@ type Change struct {
 	Action Action
 	// Fields are the changed spec fields, when known: as written in the
 	// manifest against the spec recorded in state (or the provider's own
-	// diff when it implements registry.Differ). A no-op has none. The
+	// diff when it implements registry.Differ). A create has what its
+	// provider chose that the manifest left open (registry.Placer: a VM's
+	// node). A no-op has none. The
 	// values of the kind's secret fields (registry.Kind.SecretFields) are
 	// secret.Secret values, which print as "[redacted]": a Plan never
 	// holds a secret in clear.
@@ -158,6 +160,9 @@ func (e *Engine) Plan(ctx context.Context, resources ...*manifest.Resource) (*Pl
 	if err := e.checkRefs(ctx, s); err != nil {
 		return nil, err
 	}
+	if err := e.place(ctx, s); err != nil {
+		return nil, err
+	}
 	if refusals := e.providerChecks(ctx, s); len(refusals) > 0 {
 		var errs []error
 		for _, k := range slices.Sorted(maps.Keys(refusals)) {
@@ -250,6 +255,7 @@ func (e *Engine) planChange(ctx context.Context, n *node, plan *Plan, c Change, 
 	var err error
 	if live == nil {
 		c.Action = ActionCreate
+		c.Fields = n.placed // what the provider chose for it
 		if rec != nil {
 			c.Reasons = append(c.Reasons, "recorded in state but gone: will be created again")
 		} else {

@@ -157,6 +157,45 @@ func (e *Engine) checkRefs(ctx context.Context, s *set) error {
 	return errors.Join(errs...)
 }
 
+// place lets each provider that is a registry.Placer choose what the
+// manifests of its resources to apply leave open, and notes on each node
+// what was chosen (node.placed), which a plan shows for a create.
+func (e *Engine) place(ctx context.Context, s *set) error {
+	byProvider := map[registry.Provider][]*node{}
+	var order []registry.Provider
+	for _, k := range slices.Sorted(maps.Keys(s.nodes)) {
+		n := s.nodes[k]
+		if _, ok := n.prov.(registry.Placer); !ok || n.del {
+			continue
+		}
+		if _, seen := byProvider[n.prov]; !seen {
+			order = append(order, n.prov)
+		}
+		byProvider[n.prov] = append(byProvider[n.prov], n)
+	}
+	var errs []error
+	for _, p := range order {
+		placer := p.(registry.Placer)
+		ns := byProvider[p]
+		rs := make([]*manifest.Resource, len(ns))
+		before := make([]map[string]any, len(ns))
+		for i, n := range ns {
+			rs[i], before[i] = n.res, manifest.CopyMap(n.res.Spec)
+		}
+		_, err := e.retry(ctx, manifest.ID{}, "", func(ctx context.Context) error {
+			return e.safe("place", manifest.ID{}, func() error { return placer.Place(ctx, rs) })
+		})
+		if err != nil {
+			errs = append(errs, wrapf(err, "provider %s cannot place what it is to create", p.Name()))
+			continue
+		}
+		for i, n := range ns {
+			n.placed = manifest.Diff("spec", before[i], n.res.Spec)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // providerChecks asks the provider of each resource to apply whether it
 // would refuse it (registry.Checker), returning the refusals by node key,
 // each naming its resource and where it was written.

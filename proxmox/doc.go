@@ -10,7 +10,7 @@
 //	metadata:
 //	  name: web-01
 //	spec:
-//	  node: pve1                      # or nodes: [pve1, pve2] — the one with most free memory
+//	  node: pve1                      # or nodes: [pve1, pve2] — chosen when planning (Place)
 //	  template: {name: ubuntu-24.04-cloud}   # or {vmid: 9000}; full clone unless linked: true
 //	  cpu: {cores: 4}
 //	  memory: {size: 8192}            # MiB

@@ -17,9 +17,11 @@ type VMSpec struct {
 	// Context names the Proxmox endpoint (Config.Contexts); empty means the
 	// default context.
 	Context string `json:"context,omitempty"`
-	// Node places the VM on one Proxmox node; Nodes lets openctl pick the
-	// allowed node with the most free memory. At most one of them; neither
-	// means the context's default node.
+	// Node places the VM on one Proxmox node; Nodes lets openctl pick
+	// one of the allowed nodes when planning (Provider.Place: the most
+	// memory not yet allotted; without an engine, the most free memory
+	// when the VM is cloned). At most one of them; neither means the
+	// context's default node.
 	Node  string   `json:"node,omitempty"`
 	Nodes []string `json:"nodes,omitempty"`
 	// Template is what the VM is cloned from. Required.

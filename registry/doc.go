@@ -86,6 +86,8 @@
 //   - [Differ]: say whether a change is made in place or needs a replace.
 //   - [Checker]: refuse, from what already exists, a resource Apply would
 //     refuse, so that Plan refuses it first with the same error.
+//   - [Placer]: choose, when planning, what manifests leave open (a VM's
+//     node), so that Plan shows it and Apply does the same.
 //   - [Actioner]: offer named operations (start, stop, logs) that a CLI
 //     turns into subcommands; see [FindAction] and [ActionSpec.CheckArgs].
 //   - [Pinger]: check, before an Apply changes anything, that the

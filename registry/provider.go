@@ -195,6 +195,19 @@ type Checker interface {
 	Check(ctx context.Context, r *manifest.Resource) error
 }
 
+// Placer is implemented by providers that choose, for resources to be
+// applied, what their manifests leave open — a VM's Proxmox node among
+// spec.nodes — from the live world, so that Plan shows the choice and
+// Apply makes the same one. The engine calls Place once per Plan and
+// Apply with every resource the provider is to apply (not deletes), in a
+// stable order, specs as written ($ref markers unresolved); Place may set
+// and remove fields of those specs (they are the engine's copies). A
+// resource that exists keeps what it has. The same manifests on the same
+// world must be placed the same way, whatever runs at once.
+type Placer interface {
+	Place(ctx context.Context, rs []*manifest.Resource) error
+}
+
 // Differ is implemented by providers that know which changes can be made
 // in place and which need the resource to be replaced or restarted. The
 // engine calls Diff when planning a resource that exists; without it, any

@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -23,8 +26,6 @@ import (
 
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/k3s"
-	"github.com/openctl/openctl/proxmox/proxmoxtest"
-	"github.com/openctl/openctl/sandbox"
 )
 
 // The K3s soak: the example cluster (3 servers, 2 workers, a VIP, on
@@ -90,17 +91,24 @@ func TestSoakInterruptedK3sApply(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), k3sSoakTrialTimeout*time.Duration(1+trials/k3sSoakWorkers))
 	defer cancel()
-	bin := soakBinary(ctx, t)
+	bins := k3sSoakBinaries{openctl: soakBinary(ctx, t), sandbox: buildPlain(ctx, t, "./internal/soaksandbox", "soaksandbox")}
 
 	// The control: each phase applied without interruption passes every
-	// check; the lines each prints are where interruptions fall.
+	// check; the lines each prints are where interruptions fall. Scale
+	// follows the create in one sandbox, upgrade the create in another.
 	lines := map[string]int{}
+	var s *k3sSoakEnv
 	for _, ph := range k3sSoakPhases {
 		control := &soakTrial{}
-		s := newK3sSoakEnv(t, bin, string(example), control)
-		require.Empty(t, control.problems)
-		if ph.name != "create" {
-			require.Equal(t, 0, s.apply(ctx, control, k3sSoakPhases[0]), "create: %v", control.problems)
+		if s == nil || ph.name == "upgrade" {
+			if s != nil {
+				s.close()
+			}
+			s = newK3sSoakEnv(ctx, t, bins, string(example), control)
+			require.Empty(t, control.problems)
+			if ph.name != "create" {
+				require.Equal(t, 0, s.apply(ctx, control, k3sSoakPhases[0]), "create: %v", control.problems)
+			}
 		}
 		start := time.Now()
 		code, out := s.run(ctx, "apply", "--progress", "plain", "-f", s.write(ph))
@@ -108,9 +116,9 @@ func TestSoakInterruptedK3sApply(t *testing.T) {
 		lines[ph.name] = len(k3sSoakEventRe.FindAllString(out, -1))
 		s.check(ctx, control, ph)
 		require.Empty(t, control.problems, "a clean %s fails the checks", ph.name)
-		t.Logf("k3s soak: a clean %s takes %v and prints %d lines", ph.name, time.Since(start).Round(time.Millisecond), lines[ph.name])
-		s.close()
+		t.Logf("k3s soak: a clean %s takes %v and prints %d events", ph.name, time.Since(start).Round(time.Millisecond), lines[ph.name])
 	}
+	s.close()
 	t.Logf("k3s soak: %d trials, seeds %d..%d (OPENCTL_K3S_SOAK_SEED=<seed> OPENCTL_K3S_SOAK_TRIALS=1 reruns one)", trials, base, base+uint64(trials)-1)
 
 	results := make([]*soakTrial, trials)
@@ -124,7 +132,7 @@ func TestSoakInterruptedK3sApply(t *testing.T) {
 					return
 				}
 				tr := &soakTrial{n: i + 1, seed: base + uint64(i)}
-				runK3sSoakTrial(ctx, t, bin, string(example), tr, lines)
+				runK3sSoakTrial(ctx, t, bins, string(example), tr, lines)
 				results[i] = tr
 			}
 		})
@@ -156,7 +164,7 @@ func TestSoakInterruptedK3sApply(t *testing.T) {
 
 // runK3sSoakTrial runs one trial: the phases up to a random one clean,
 // that one interrupted, then re-applies and the checks.
-func runK3sSoakTrial(ctx context.Context, t *testing.T, bin, example string, tr *soakTrial, lines map[string]int) {
+func runK3sSoakTrial(ctx context.Context, t *testing.T, bins k3sSoakBinaries, example string, tr *soakTrial, lines map[string]int) {
 	ctx, cancel := context.WithTimeout(ctx, k3sSoakTrialTimeout)
 	defer cancel()
 	rng := rand.New(rand.NewPCG(tr.seed, 0x3c5))
@@ -166,7 +174,7 @@ func runK3sSoakTrial(ctx context.Context, t *testing.T, bin, example string, tr 
 	delay := time.Duration(rng.IntN(300)) * time.Millisecond
 	tr.kill = fmt.Sprintf("during %s at line %d of %d + %v", ph.name, k, lines[ph.name], delay)
 
-	s := newK3sSoakEnv(t, bin, example, tr)
+	s := newK3sSoakEnv(ctx, t, bins, example, tr)
 	if s == nil {
 		return
 	}
@@ -238,30 +246,44 @@ func (l *lineTrigger) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// k3sSoakEnv is one trial's world: a sandbox server, and an openctl
-// state and configuration pointing at it.
+// k3sSoakEnv is one trial's world: a sandbox served by a soaksandbox
+// process (internal/soaksandbox, built without the race detector), and an
+// openctl state and configuration pointing at it.
 type k3sSoakEnv struct {
 	*soakEnv
-	srv     *sandbox.Server
+	server  *exec.Cmd
+	stdin   io.Closer
+	view    string // the server's view URL
 	dir     string
 	example string
 }
 
-func newK3sSoakEnv(t *testing.T, bin, example string, tr *soakTrial) *k3sSoakEnv {
-	srv, err := sandbox.StartServer(sandbox.ServerOptions{Listen: "127.0.0.1:0", Simulator: append(proxmoxtest.SandboxLayout(3, proxmoxtest.DefaultSharedStorage),
-		proxmoxtest.WithSpeed(k3sSoakSpeed), proxmoxtest.WithSeed(int64(tr.seed)))})
+func newK3sSoakEnv(ctx context.Context, t *testing.T, bins k3sSoakBinaries, example string, tr *soakTrial) *k3sSoakEnv {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	server := exec.CommandContext(ctx, bins.sandbox, "-config-out", cfg, "-seed", strconv.FormatUint(tr.seed, 10), "-speed", strconv.Itoa(k3sSoakSpeed))
+	server.Stderr = os.Stderr
+	server.WaitDelay = 10 * time.Second
+	stdin, err := server.StdinPipe()
+	var stdout io.ReadCloser
+	if err == nil {
+		stdout, err = server.StdoutPipe()
+	}
+	if err == nil {
+		err = server.Start()
+	}
 	if err != nil {
 		tr.fail("test setup", "sandbox: %v", err)
 		return nil
 	}
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "config.yaml")
-	if err := srv.WriteConfig(cfg); err != nil {
-		_ = srv.Close()
-		tr.fail("test setup", "sandbox config: %v", err)
+	var hello struct{ View string }
+	if err := json.NewDecoder(stdout).Decode(&hello); err != nil || hello.View == "" {
+		_ = stdin.Close()
+		_ = server.Wait()
+		tr.fail("test setup", "sandbox: no view URL (%v)", err)
 		return nil
 	}
-	s := &k3sSoakEnv{srv: srv, dir: dir, example: example, soakEnv: &soakEnv{bin: bin, srv: srv.Simulator()}}
+	s := &k3sSoakEnv{server: server, stdin: stdin, view: hello.View, dir: dir, example: example, soakEnv: &soakEnv{bin: bins.openctl}}
 	s.env = append(os.Environ(), "OPENCTL_TEST_MAIN=1", "NO_COLOR=1",
 		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"),
 		"OPENCTL_HOME="+filepath.Join(dir, "home"), "OPENCTL_CONFIG="+cfg,
@@ -269,7 +291,36 @@ func newK3sSoakEnv(t *testing.T, bin, example string, tr *soakTrial) *k3sSoakEnv
 	return s
 }
 
-func (s *k3sSoakEnv) close() { _ = s.srv.Close() }
+// k3sSoakBinaries are the programs a trial runs: openctl and the sandbox.
+type k3sSoakBinaries struct{ openctl, sandbox string }
+
+// k3sSoakView is what the sandbox says is there (see soaksandbox).
+type k3sSoakView struct {
+	VMs []struct {
+		Name, Node string
+		Running    bool
+	}
+	Etcd map[string][]string
+}
+
+func (s *k3sSoakEnv) look(ctx context.Context) (*k3sSoakView, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.view, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var v k3sSoakView
+	return &v, json.NewDecoder(resp.Body).Decode(&v)
+}
+
+func (s *k3sSoakEnv) close() {
+	_ = s.stdin.Close()
+	_ = s.server.Wait()
+}
 
 // write writes the phase's manifest and makes it the one the checks use.
 func (s *k3sSoakEnv) write(ph k3sSoakPhase) string {
@@ -292,7 +343,13 @@ func (s *k3sSoakEnv) apply(ctx context.Context, tr *soakTrial, ph k3sSoakPhase) 
 
 // check checks the world once the phase's apply has succeeded.
 func (s *k3sSoakEnv) check(ctx context.Context, tr *soakTrial, ph k3sSoakPhase) {
-	// Each VM once, running; no other.
+	// Each VM once, running; no other; one etcd member per server, in
+	// one cluster: from the sandbox's own view.
+	view, err := s.look(ctx)
+	if err != nil {
+		tr.fail("test setup", "the sandbox's view: %v", err)
+		return
+	}
 	want := map[string]bool{}
 	for i := range ph.servers {
 		want[fmt.Sprintf("dev-cp-%d", i)] = true
@@ -301,14 +358,11 @@ func (s *k3sSoakEnv) check(ctx context.Context, tr *soakTrial, ph k3sSoakPhase) 
 		want[fmt.Sprintf("dev-worker-%d", i)] = true
 	}
 	count := map[string]int{}
-	for _, vm := range s.srv.Simulator().VMs() {
-		if vm.Template {
-			continue
-		}
+	for _, vm := range view.VMs {
 		count[vm.Name]++
 		switch {
 		case !want[vm.Name]:
-			tr.fail("extra VM", "VM %d %q on %s", vm.VMID, vm.Name, vm.Node)
+			tr.fail("extra VM", "VM %q on %s", vm.Name, vm.Node)
 		case !vm.Running:
 			tr.fail("VM not running", "%s", vm.Name)
 		}
@@ -318,12 +372,10 @@ func (s *k3sSoakEnv) check(ctx context.Context, tr *soakTrial, ph k3sSoakPhase) 
 			tr.fail("VM count", "%d VMs named %s", count[name], name)
 		}
 	}
-	// One etcd member per server, in one cluster.
-	members := s.srv.World().EtcdMembers()
-	if len(members) != 1 {
-		tr.fail("etcd", "%d datastores: %v", len(members), members)
+	if len(view.Etcd) != 1 {
+		tr.fail("etcd", "%d datastores: %v", len(view.Etcd), view.Etcd)
 	}
-	for _, m := range members {
+	for _, m := range view.Etcd {
 		slices.Sort(m)
 		if want := []string{"dev-cp-0", "dev-cp-1", "dev-cp-2"}; !slices.Equal(m, want) {
 			tr.fail("etcd members", "%v, want %v", m, want)

@@ -199,13 +199,20 @@ func soakBinary(ctx context.Context, t *testing.T) string {
 	if !raceEnabled {
 		return os.Args[0]
 	}
-	gotool, err := exec.LookPath("go")
-	if err != nil {
+	if _, err := exec.LookPath("go"); err != nil {
 		t.Logf("soak: no go command to build a plain openctl (%v): running the race-enabled test binary, slowly", err)
 		return os.Args[0]
 	}
-	bin := filepath.Join(t.TempDir(), "openctl")
-	build := exec.CommandContext(ctx, gotool, "build", "-o", bin, ".")
+	return buildPlain(ctx, t, ".", "openctl")
+}
+
+// buildPlain builds the main package pkg without the race detector (the
+// test's GOFLAGS otherwise) into the test's temporary directory, as name.
+func buildPlain(ctx context.Context, t *testing.T, pkg, name string) string {
+	gotool, err := exec.LookPath("go")
+	require.NoError(t, err, "the go command, to build %s", pkg)
+	bin := filepath.Join(t.TempDir(), name)
+	build := exec.CommandContext(ctx, gotool, "build", "-o", bin, pkg)
 	var flags []string
 	for _, f := range strings.Fields(os.Getenv("GOFLAGS")) {
 		if f != "-race" && f != "-race=true" {
