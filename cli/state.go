@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +20,7 @@ import (
 func (a *app) stateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "state",
-		Short: "Inspect and manage the state: list, show, rm, force-unlock, migrate",
+		Short: "Inspect and manage the state: list, show, rm, adopt, force-unlock, migrate",
 		Long: `The state records what openctl applied: each resource's spec as written, the
 hash of the spec applied, the last status, owner and children, and secret
 fields sealed with the passphrase ($OPENCTL_STATE_PASSPHRASE or
@@ -28,7 +29,7 @@ $OPENCTL_STATE_PASSPHRASE_FILE). It lives in files under ~/.openctl/state
 (state.dsn, or $OPENCTL_STATE_DSN).`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(a.stateListCmd(), a.stateShowCmd(), a.stateRmCmd(), a.stateForceUnlockCmd(), a.stateMigrateCmd())
+	cmd.AddCommand(a.stateListCmd(), a.stateShowCmd(), a.stateRmCmd(), a.stateAdoptCmd(), a.stateForceUnlockCmd(), a.stateMigrateCmd())
 	return cmd
 }
 
@@ -186,6 +187,74 @@ the provider can (it hands the existing resource to the provider).`,
 		},
 	}
 	cmd.Flags().DurationVar(&lockWait, "lock-wait", 0, "how long to wait for a state lock held by another openctl")
+	return cmd
+}
+
+func (a *app) stateAdoptCmd() *cobra.Command {
+	var from string
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "adopt --from DSN KIND/NAME...",
+		Short: "Take resources another openctl state owns into this one",
+		Long: `Take resources that another openctl state created (and marked as its own)
+into this state: the way out when two states hold what one manifest
+describes — two CI runners with different stores applied it at once, and
+each re-run fails on the other's VMs with "belongs to another openctl
+state". Each resource is re-marked as this state's, recorded here (its spec
+as the other state recorded it, else as read live; the next apply reconciles
+it with the manifest) and forgotten by the other state.
+
+The other state is named like state migrate's stores: a PostgreSQL DSN, or
+file:DIR for the file store in DIR; it must be the one whose identity the
+resources carry. Both states' locks are held; the other's is not waited
+for, so adopting is refused while an apply of that state runs. It asks for
+confirmation on a terminal; elsewhere give --yes.`,
+		Example: `  openctl state adopt --from file:/srv/runner-b/.openctl/state vm/web-01 vm/web-02
+  openctl state adopt --from "$OTHER_STATE_DSN" --yes vm/web-01`,
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: a.completeRefs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if from == "" {
+				return usagef("--from is required: the other state's PostgreSQL DSN or file:DIR")
+			}
+			var ids []manifest.ID
+			for _, arg := range args {
+				id, err := a.parseRef(arg)
+				if err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			if !yes {
+				if !isTerminal(a.stdin) {
+					return usagef("adopting changes who owns %d resource(s): confirm with --yes (standard input is not a terminal to ask on)", len(ids))
+				}
+				fmt.Fprintf(a.stderr, "Take %d resource(s) from the state at %s into this one? [y/N] ", len(ids), state.MaskDSN(from))
+				answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
+				if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+					return errcode.New(errcode.Canceled, "openctl: state adopt: not confirmed; nothing was changed")
+				}
+			}
+			other, err := a.openDSN(ctx, from)
+			if err != nil {
+				return fmt.Errorf("--from: %w", err)
+			}
+			defer closeStore(other)
+			s, err := a.open(ctx, sessionOptions{})
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			adopted, err := s.engine.Adopt(ctx, other, ids...)
+			for _, r := range adopted {
+				fmt.Fprintf(a.stdout, "%s adopted: this state's now (apply its manifest to reconcile it)\n", r.ID().Short())
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "the state that owns them now: a PostgreSQL DSN or file:DIR")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/openctl/openctl"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/refs"
+	"github.com/openctl/openctl/registry"
 	"github.com/openctl/openctl/state/seal"
 )
 
@@ -24,7 +25,9 @@ import (
 //     network: re-run, it resumes;
 //   - Invalid: fix the manifest at res.Source (or the file:line in the message);
 //   - Conflict: another openctl holds the state lock: wait, or force-unlock;
-//   - AlreadyExists: a resource openctl did not create has that name;
+//   - AlreadyExists: another openctl state owns it
+//     (registry.ErrOwnedElsewhere): adopt it; else a resource openctl did
+//     not create has that name;
 //   - NotFound: for a $ref whose target does not exist
 //     (refs.ErrTargetNotFound), the referenced resource does not exist; for
 //     one whose target lacks the field (refs.ErrFieldNotFound), that field;
@@ -51,6 +54,9 @@ func Advice(res openctl.Result) string {
 	case errcode.Conflict:
 		return "another openctl holds the state lock (named above): wait for it to finish, or run `openctl state force-unlock` if it crashed"
 	case errcode.AlreadyExists:
+		if errors.Is(res.Err, registry.ErrOwnedElsewhere) {
+			return "another openctl state owns it: take it into this state with the `openctl state adopt` command named above, or choose another name"
+		}
 		return "a resource openctl did not create has that name: rename yours or remove the existing one"
 	case errcode.NotFound:
 		switch {

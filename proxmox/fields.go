@@ -11,6 +11,7 @@ import (
 	pve "github.com/luthermonson/go-proxmox"
 	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
+	"github.com/openctl/openctl/registry"
 )
 
 // vmField is one row of vmFields, the one description of how a
@@ -342,8 +343,20 @@ func checkOwner(name, vmid, node, have, want string) error {
 	if have == "" || want == "" || have == want {
 		return nil
 	}
-	return errcode.New(errcode.AlreadyExists, fmt.Sprintf("a VM named %s (VMID %s on %s) belongs to another openctl state (owner %s; this state is %s): "+
-		"openctl never adopts, changes or deletes another state's VMs; choose another name, or manage it with the state that created it", name, vmid, node, have, want))
+	return &ownedError{fmt.Sprintf("a VM named %s (VMID %s on %s) belongs to another openctl state (owner %s; this state is %s): "+
+		"openctl never adopts, changes or deletes another state's VMs on its own; choose another name, manage it with the state that created it, "+
+		"or take it into this one: openctl state adopt --from <that state's DSN or file:DIR> vm/%s", name, vmid, node, have, want, name)}
+}
+
+// ownedError is checkOwner's refusal: errcode.AlreadyExists, and
+// registry.ErrOwnedElsewhere.
+type ownedError struct{ msg string }
+
+func (e *ownedError) Error() string { return e.msg + " (" + string(errcode.AlreadyExists) + ")" }
+
+// Unwrap classifies the error.
+func (e *ownedError) Unwrap() []error {
+	return []error{errcode.AlreadyExists, registry.ErrOwnedElsewhere}
 }
 
 // planDescription writes the user's description and the marker (the

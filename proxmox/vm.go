@@ -893,19 +893,27 @@ func (p *Provider) converge(ctx context.Context, r *manifest.Resource, s *VMSpec
 // it as new. The description is set synchronously (PUT config), retried
 // on a lock timeout like a task start.
 func (p *Provider) finishProvisioning(ctx context.Context, v vmRef, conf vmConfig) error {
-	// Only the marker line changes: the user's part stays byte for byte.
-	desc := strings.TrimRight(conf["description"], "\n")
-	_, m, _ := splitDescription(desc)
+	_, m, _ := splitDescription(conf["description"])
 	m.provisioning = false
+	if err := p.writeMarker(ctx, v, conf, m); err != nil {
+		return fmt.Errorf("marking the VM created: %w", err)
+	}
+	return nil
+}
+
+// writeMarker replaces the marker line of a managed VM's description
+// (conf's, updated) with m's. Only the marker line changes: the user's
+// part stays byte for byte.
+func (p *Provider) writeMarker(ctx context.Context, v vmRef, conf vmConfig, m marking) error {
+	desc := strings.TrimRight(conf["description"], "\n")
 	desc = desc[:strings.LastIndex(desc, markerPrefix)] + m.marker()
 	_, err := backoff.Retry(ctx, p.stepPolicy(p.tune.CallAttempts, isLockTimeout), func(context.Context) error {
 		return classify(v.c.client.Put(ctx, v.path("/config"), map[string]string{"description": desc}, nil))
 	})
-	if err != nil {
-		return fmt.Errorf("marking the VM created: %w", err)
+	if err == nil {
+		conf["description"] = desc
 	}
-	conf["description"] = desc
-	return nil
+	return err
 }
 
 // task starts a task with start and waits for it. A start that failed

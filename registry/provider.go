@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"io"
 	"strings"
 
@@ -206,6 +207,22 @@ type Checker interface {
 // world must be placed the same way, whatever runs at once.
 type Placer interface {
 	Place(ctx context.Context, rs []*manifest.Resource) error
+}
+
+// ErrOwnedElsewhere is matched (errors.Is) by the errcode.AlreadyExists
+// error of a provider refusing a resource that another openctl state owns
+// (its mark names another registry.Call.Owner): what Adopter hands over.
+var ErrOwnedElsewhere = errors.New("owned by another openctl state")
+
+// Adopter is implemented by providers that mark what they create with
+// its state's owner (registry.Call.Owner) and can hand a resource from one
+// state to another. Adopt re-marks the live resource id, owned by the
+// state from, as the call's Owner's and returns it as Get would. One
+// marked with another owner than from is errcode.AlreadyExists; one that
+// does not exist is errcode.NotFound. The engine's Adopt calls it holding
+// both states' locks.
+type Adopter interface {
+	Adopt(ctx context.Context, id manifest.ID, from string) (*manifest.Resource, error)
 }
 
 // Differ is implemented by providers that know which changes can be made
