@@ -592,10 +592,12 @@ func (p *Provider) apiStatus(ctx context.Context, st map[string]any, ctxName str
 		case !ok:
 			m["phase"] = "Missing"
 			notReady = append(notReady, name+" is not in the API")
-		case m["phase"] == PhaseUnreachable || m["phase"] == PhaseStopped:
-			notReady = append(notReady, name+" is "+fmt.Sprint(m["phase"])+" ("+fmt.Sprint(m["message"])+")")
 		case m["phase"] != PhaseReady:
-			notReady = append(notReady, name+" is "+fmt.Sprint(m["phase"])+" on its host")
+			why := "on its host"
+			if msg, ok := m["message"].(string); ok && msg != "" {
+				why = "(" + msg + ")"
+			}
+			notReady = append(notReady, name+" is "+fmt.Sprint(m["phase"])+" "+why)
 		case !n.Ready:
 			m["phase"] = PhaseNotReady
 			notReady = append(notReady, name+" is not Ready in the API")

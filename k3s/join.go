@@ -112,6 +112,33 @@ func orNone(names []string) string {
 	return strings.Join(names, ", ")
 }
 
+// forgetReplaced makes room for a machine that replaces a lost one: a
+// host without k3s joining a cluster whose API still has a Node of its
+// name (its VM was destroyed and made again, or its disk replaced) would
+// be refused for ever — its new node password is not the old Node's,
+// and a server's etcd member name is taken. The old Node is deleted
+// through the cluster first (k3s then drops its node password and, for a
+// server, its etcd member), as deleting the node would; nothing ran on
+// the new host yet to drain.
+func (n *nodeApply) forgetReplaced(ctx context.Context) error {
+	s := n.s
+	if n.pr.binary != "" || s.Init || s.Kubeconfig == "" {
+		return nil
+	}
+	api, err := clusterAPI(s.Kubeconfig, s.Server, firstOf(s.Cluster, n.name))
+	if err != nil {
+		return n.p.nodeErr(n.name, "reach the cluster's API", err)
+	}
+	cs := api.Kubernetes()
+	if _, err := cs.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return n.p.nodeErr(n.name, "look for it in the cluster's API", errcode.Wrap(errcode.Transient, "", err))
+	}
+	registry.CallOf(ctx).ReportStep("deleting the Node " + n.name + " of the machine this host replaces")
+	return deleteNodeObject(ctx, cs, n.name, "deleting the Node of the machine this host replaces")
+}
+
 // rejoinIfMissing makes an installed node that is gone from the
 // cluster's API join again: an agent registers again when restarted; a
 // server whose etcd member went with its Node (deleted) joins afresh once

@@ -93,7 +93,7 @@ func (p *Provider) applyNode(ctx context.Context, r *manifest.Resource) (*manife
 	if err != nil {
 		return nil, err
 	}
-	for _, step := range []func(context.Context) error{n.upgradeThroughAgent, n.settleConfig, n.install, n.rejoinIfMissing, n.start} {
+	for _, step := range []func(context.Context) error{n.upgradeThroughAgent, n.settleConfig, n.forgetReplaced, n.install, n.rejoinIfMissing, n.start} {
 		if err := step(ctx); err != nil {
 			return nil, err
 		}

@@ -71,6 +71,11 @@ func (p *Provider) Diff(ctx context.Context, desired, live *manifest.Resource) (
 	if want := s.desiredState(created); want != "" && want != state {
 		d.Action = registry.DiffUpdate
 		d.Fields = append(d.Fields, manifest.FieldChange{Path: "spec.state", Old: state, New: want})
+		verb := map[string]string{StateRunning: "starts", StateStopped: "stops"}[want]
+		if verb == "" {
+			verb = "changes"
+		}
+		d.Reasons = append(d.Reasons, fmt.Sprintf("the VM is %v and its spec says %v: apply %s it", state, want, verb))
 	}
 	restart := pl.restart
 	if running && s.desiredState(false) != "stopped" {

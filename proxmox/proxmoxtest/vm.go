@@ -155,6 +155,23 @@ func (s *Server) RemoveVM(vmid int) error {
 	return nil
 }
 
+// DestroyVM destroys VM vmid at once, as another client's stop and
+// destroy would, bypassing tasks: its guest (Guests) is powered off and
+// forgotten, and every later request for the VM answers as for one that
+// does not exist. Tests call it to lose a VM outside openctl.
+func (s *Server) DestroyVM(vmid int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.vms[vmid]; !ok {
+		return fmt.Errorf("proxmoxtest: no VM %d", vmid)
+	}
+	delete(s.vms, vmid)
+	if s.cfg.guests != nil {
+		s.cfg.guests.Destroy(vmid)
+	}
+	return nil
+}
+
 // HostKey is the SSH host key the guest of VM vmid serves in
 // /etc/ssh/ssh_host_ed25519_key.pub.
 func (s *Server) HostKey(vmid int) (ssh.PublicKey, bool) {
