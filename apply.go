@@ -243,6 +243,9 @@ func (e *Engine) resolveForApply(ctx context.Context, n *node) (*manifest.Resour
 			return resolved, err
 		}
 		missing = err
+		if werr := e.willReport(ctx, rerr.Target, rerr.Field); werr != nil {
+			return nil, fmt.Errorf("%w (%w)", werr, err)
+		}
 		e.emit(Event{Type: EventWaiting, ID: n.id, Op: "apply", Step: fmt.Sprintf("waiting for %s to report %s", rerr.Target.Short(), rerr.Field)})
 		if werr := b.Wait(ctx); werr != nil {
 			if parent.Err() == nil {
@@ -251,6 +254,25 @@ func (e *Engine) resolveForApply(ctx context.Context, n *node) (*manifest.Resour
 			return nil, fmt.Errorf("%w (%v)", context.Cause(parent), err)
 		}
 	}
+}
+
+// willReport asks target's provider (registry.Producer) whether the live
+// target will report field: an error says why it will not. A target that
+// cannot be read, or a provider that cannot tell, lets the wait go on.
+func (e *Engine) willReport(ctx context.Context, target manifest.ID, field string) error {
+	p, _, err := e.reg.Lookup(target)
+	if err != nil {
+		return nil
+	}
+	pr, ok := p.(registry.Producer)
+	if !ok {
+		return nil
+	}
+	live, err := e.live(ctx, target)
+	if err != nil {
+		return nil
+	}
+	return pr.WillReport(live, field)
 }
 
 // declares reports whether id's kind lists field among the fields it can

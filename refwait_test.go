@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/openctl/openctl"
+	"github.com/openctl/openctl/errcode"
 	"github.com/openctl/openctl/manifest"
 	"github.com/openctl/openctl/refs"
 	"github.com/openctl/openctl/registry"
@@ -148,4 +149,30 @@ func TestPlanShowsDeclaredFieldPending(t *testing.T) {
 	_, err = e.Plan(ctx, rs...)
 	require.Error(t, err, "a kind that declares no fields promises none")
 	assert.True(t, errors.Is(err, refs.ErrFieldNotFound), "%v", err)
+}
+
+// stalledProvider is a lateFieldProvider whose target says, as
+// registry.Producer, that it will not report status.hostKey: it is off.
+type stalledProvider struct{ *lateFieldProvider }
+
+func (p stalledProvider) WillReport(live *manifest.Resource, field string) error {
+	if live.Metadata.Name == "vm" && field == "status.hostKey" {
+		return errcode.New(errcode.Invalid, "Thing vm is off, so it will not report "+field+": turn it on")
+	}
+	return nil
+}
+
+// A $ref wait on a field its target will not report (registry.Producer:
+// a VM that is stopped) fails at once, saying why and what to do, never
+// after the ready timeout with advice about the field's name.
+func TestApplyStopsWaitingForFieldThatWillNotCome(t *testing.T) {
+	p := stalledProvider{&lateFieldProvider{testProvider: newTestProvider(), declare: []string{"spec", "status.hostKey"}, readsUntilKey: 1 << 40}}
+	e := newEngine(t, p, openctl.WithReadyPolicy(openctl.ReadyPolicy{Timeout: time.Minute, Initial: time.Millisecond, Max: 5 * time.Millisecond}))
+	start := time.Now()
+	_, err := e.Apply(t.Context(), thing("vm", nil), thing("node", map[string]any{"hostKey": ref("vm", "status.hostKey")}))
+	require.Error(t, err)
+	assert.Less(t, time.Since(start), 10*time.Second, "no wait for the timeout")
+	assert.ErrorContains(t, err, "Thing vm is off, so it will not report status.hostKey: turn it on")
+	assert.Equal(t, errcode.Invalid, errcode.Of(err), "%v", err)
+	assert.NotContains(t, err.Error(), "waited")
 }

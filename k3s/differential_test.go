@@ -81,8 +81,7 @@ type diffSide struct {
 	// dump logs what the hosts logged, to explain a failure while they
 	// still run; nil: nothing to log.
 	dump func()
-	// run runs a script as root on a node's host (the sandbox side's;
-	// nil on the other).
+	// run runs a script as root on a node's host.
 	run func(ctx context.Context, node, script string) (string, error)
 	// hostKeys fills norm's host keys once the VMs run.
 	hostKeys func(ctx context.Context) (map[string]ssh.PublicKey, error)
@@ -296,6 +295,14 @@ func newRealSide(t *testing.T) *diffSide {
 		extra:     diffExtraNode(netip.AddrFrom4(extra).String()),
 		extraSSH:  net.JoinHostPort(netip.AddrFrom4(extra).String(), "22"),
 		takeSteps: e.takeSteps, norm: n,
+		run: func(ctx context.Context, node, script string) (string, error) {
+			i := slices.Index(diffNodes, node)
+			if i < 0 {
+				return "", fmt.Errorf("no test host is node %s", node)
+			}
+			out, err := hosts[i].Run(ctx, "sh", "-c", script)
+			return string(out), err
+		},
 		hostKeys: func(context.Context) (map[string]ssh.PublicKey, error) {
 			keys := map[string]ssh.PublicKey{}
 			for i, name := range diffNodes {

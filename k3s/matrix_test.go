@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,30 @@ type matrixCase struct {
 func TestFailureMatrix(t *testing.T) {
 	t.Parallel()
 	s, ctx := appliedSandbox(t)
+	runMatrix(ctx, t, s)
+}
+
+// TestFailureMatrixReal runs the matrix on the real test hosts (network
+// namespaces, the k3s stand-in: kube-apiserver and etcd), as the
+// differential test's real side does. It takes minutes, so it runs on
+// request:
+//
+//	OPENCTL_MATRIX_REAL=1 K3S_STANDIN_BINARY=$PWD/bin/k3s-standin go test -run TestFailureMatrixReal -v -timeout 30m ./k3s
+func TestFailureMatrixReal(t *testing.T) {
+	if os.Getenv("OPENCTL_MATRIX_REAL") != "1" {
+		t.Skip("the failure matrix on the real test hosts runs with OPENCTL_MATRIX_REAL=1 (minutes; root and the k3s stand-in)")
+	}
+	s := newRealSide(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 25*time.Minute)
+	t.Cleanup(cancel)
+	_, err := s.engine.Apply(ctx, s.cluster)
+	require.NoError(t, err)
+	runMatrix(ctx, t, s)
+}
+
+// runMatrix runs every case of the matrix on side s, whose cluster is
+// applied, one after the other.
+func runMatrix(ctx context.Context, t *testing.T, s *diffSide) {
 	vm := func(name string) manifest.ID {
 		return manifest.ID{APIVersion: "proxmox.openctl.io/v1", Kind: "VirtualMachine", Name: name}
 	}

@@ -160,6 +160,26 @@ func New(cfg Config, opts ...Option) (*Provider, error) {
 	return p, nil
 }
 
+// WillReport says whether a live VirtualMachine will report field: its
+// address (status.ip, ips), host key and MAC addresses come from its
+// guest agent, only while it runs. A VM that is stopped will not report
+// them until it is started: an errcode.Invalid error says so.
+func (p *Provider) WillReport(live *manifest.Resource, field string) error {
+	if live.Kind != KindVirtualMachine {
+		return nil
+	}
+	switch field {
+	case "status.ip", "status.ips", "status.sshHostKey", "status.macAddresses":
+	default:
+		return nil
+	}
+	if state, _ := live.Status["state"].(string); state != "" && state != StateRunning {
+		return errcode.New(errcode.Invalid, fmt.Sprintf("VirtualMachine %s is %s, so it will not report %s: start it (openctl proxmox start vm %s), or set its spec.state: running",
+			live.Metadata.Name, state, field, live.Metadata.Name))
+	}
+	return nil
+}
+
 // Name returns "proxmox": the provider serves proxmox.openctl.io.
 func (p *Provider) Name() string { return "proxmox" }
 

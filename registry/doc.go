@@ -88,6 +88,9 @@
 //     refuse, so that Plan refuses it first with the same error.
 //   - [Placer]: choose, when planning, what manifests leave open (a VM's
 //     node), so that Plan shows it and Apply does the same.
+//   - [Producer]: say that a live resource will not report a field a
+//     $ref waits for (a stopped VM's address), ending the wait at once.
+//   - [Adopter]: hand a resource from one openctl state to another.
 //   - [Actioner]: offer named operations (start, stop, logs) that a CLI
 //     turns into subcommands; see [FindAction] and [ActionSpec.CheckArgs].
 //   - [Pinger]: check, before an Apply changes anything, that the

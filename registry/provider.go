@@ -214,6 +214,17 @@ type Placer interface {
 // (its mark names another registry.Call.Owner): what Adopter hands over.
 var ErrOwnedElsewhere = errors.New("owned by another openctl state")
 
+// Producer is implemented by providers whose resources report some
+// status fields only in some states — a VM its address and host key only
+// while it runs. While Apply waits for a $ref's field that its target
+// declares (Kind.Fields) but does not report yet, the engine asks the
+// target's provider whether the live resource will: an error (naming why
+// and what to do) ends the wait at once, instead of after the ready
+// timeout; nil lets it go on.
+type Producer interface {
+	WillReport(live *manifest.Resource, field string) error
+}
+
 // Adopter is implemented by providers that mark what they create with
 // its state's owner (registry.Call.Owner) and can hand a resource from one
 // state to another. Adopt re-marks the live resource id, owned by the
