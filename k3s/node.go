@@ -475,27 +475,58 @@ const (
 // reachableStatus reads a node's status over SSH (nodeStatus); answered
 // says its host answered. A node whose host does not answer is a status,
 // not an error: the phase Stopped when one of its machines (the VM it
-// runs on) reads as stopped, else Unreachable with how the host failed.
+// runs on) reads as stopped — asked once the host has taken
+// machineCheckAfter to answer, so a powered-off node reads at once, not
+// after a connect timeout — else Unreachable with how the host failed.
 // Only the end of ctx is an error.
 func (p *Provider) reachableStatus(ctx context.Context, name string, loc *location, machines []manifest.ID) (st map[string]any, answered bool, err error) {
-	h, err := p.pool.Host(ctx, loc.target())
+	stopped := func(m manifest.ID) map[string]any {
+		return map[string]any{"phase": PhaseStopped, "message": "its " + m.Kind + " " + m.Name + " is stopped"}
+	}
+	// A host that does not answer at once may be one whose machine is
+	// off, which its VM tells sooner than a connect timeout does.
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type dialed struct {
+		h   *remote.Host
+		err error
+	}
+	ch := make(chan dialed, 1)
+	go func() {
+		h, err := p.pool.Host(dctx, loc.target())
+		ch <- dialed{h, err}
+	}()
+	var d dialed
+	select {
+	case d = <-ch:
+	case <-time.After(machineCheckAfter):
+		if m, ok := stoppedMachine(ctx, machines); ok {
+			return stopped(m), false, nil
+		}
+		d = <-ch
+	}
+	err = d.err
 	if err != nil {
 		err = p.nodeErr(name, "connect", err)
 	}
 	if err == nil {
-		st, err = p.nodeStatus(ctx, h, name, loc)
+		st, err = p.nodeStatus(ctx, d.h, name, loc)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, false, ctx.Err()
 		}
 		if m, ok := stoppedMachine(ctx, machines); ok {
-			return map[string]any{"phase": PhaseStopped, "message": "its " + m.Kind + " " + m.Name + " is stopped"}, false, nil
+			return stopped(m), false, nil
 		}
 		return map[string]any{"phase": PhaseUnreachable, "message": err.Error()}, false, nil
 	}
 	return st, true, nil
 }
+
+// machineCheckAfter is how long reachableStatus lets a host take to
+// answer before it asks the host's machine whether it is off.
+const machineCheckAfter = time.Second
 
 // stoppedMachine returns the machine among machines (the VM a node runs
 // on) that reads as stopped (status.state) through registry.Call.Read,
