@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/openctl/openctl/backoff"
@@ -361,28 +362,44 @@ func k3sSpecMap(k K3sSpec) map[string]any {
 // onVMs says the nodes run on the cluster's own VMs (named as the nodes),
 // which tell a node that is off from one that does not answer.
 func (p *Provider) clusterStatus(ctx context.Context, members []nodeRef, ssh SSHSpec, a *agentPKI, onVMs bool) (map[string]any, error) {
+	// Every node at once: one that does not answer costs its own wait,
+	// not the others'.
+	type read struct {
+		ns           map[string]any
+		agentVersion any
+		err          error
+	}
+	reads := make([]read, len(members))
+	var wg sync.WaitGroup
+	for i, m := range members {
+		wg.Go(func() {
+			var machines []manifest.ID
+			if onVMs {
+				machines = []manifest.ID{{APIVersion: vmAPIVersion, Kind: "VirtualMachine", Name: m.Name}}
+			}
+			ns, answered, err := p.reachableStatus(ctx, m.Name, m.location(ssh), machines)
+			r := read{ns: ns, err: err}
+			if err == nil && a != nil && answered {
+				as, why := p.agentStatus(ctx, m.Address, a)
+				if why != "" && ns["phase"] == PhaseReady {
+					ns["phase"], ns["message"] = PhaseNotReady, why
+				}
+				if as != nil {
+					r.agentVersion = as["version"]
+				}
+			}
+			reads[i] = r
+		})
+	}
+	wg.Wait()
 	var nodes []any
 	ready := 0
 	st := map[string]any{}
 	version := ""
-	for _, m := range members {
-		var machines []manifest.ID
-		if onVMs {
-			machines = []manifest.ID{{APIVersion: vmAPIVersion, Kind: "VirtualMachine", Name: m.Name}}
-		}
-		ns, answered, err := p.reachableStatus(ctx, m.Name, m.location(ssh), machines)
+	for i, m := range members {
+		ns, agentVersion, err := reads[i].ns, reads[i].agentVersion, reads[i].err
 		if err != nil {
 			return nil, err
-		}
-		var agentVersion any
-		if a != nil && answered {
-			as, why := p.agentStatus(ctx, m.Address, a)
-			if why != "" && ns["phase"] == PhaseReady {
-				ns["phase"], ns["message"] = PhaseNotReady, why
-			}
-			if as != nil {
-				agentVersion = as["version"]
-			}
 		}
 		if ns["phase"] == PhaseReady {
 			ready++
@@ -564,7 +581,9 @@ func (p *Provider) apiStatus(ctx context.Context, st map[string]any, ctxName str
 		return err
 	}
 	var nodes []kubeconfig.Node
-	err = cl.Ready(ctx)
+	rctx, cancel := context.WithTimeout(ctx, readyzTimeout)
+	err = cl.Ready(rctx)
+	cancel()
 	if err == nil {
 		nodes, err = cl.Nodes(ctx)
 	}
@@ -757,6 +776,10 @@ func fromMap(m map[string]any, v any) error {
 
 // apiReadTimeout bounds reading a cluster's API for its status.
 const apiReadTimeout = 15 * time.Second
+
+// readyzTimeout bounds the API's /readyz, which a kube-apiserver whose
+// etcd lost its quorum leaves unanswered: longer is Down.
+const readyzTimeout = 5 * time.Second
 
 // deleteCluster removes the kubeconfig of a cluster whose nodes the engine
 // deleted: its file, and its entries in the user's kubeconfig when they
