@@ -484,34 +484,34 @@ func (p *Provider) reachableStatus(ctx context.Context, name string, loc *locati
 		return map[string]any{"phase": PhaseStopped, "message": "its " + m.Kind + " " + m.Name + " is stopped"}
 	}
 	// A host that does not answer at once may be one whose machine is
-	// off, which its VM tells sooner than a connect timeout does.
-	dctx, cancel := context.WithCancel(ctx)
+	// off, which its VM tells sooner than a connect timeout (or a pooled
+	// connection to a host that is gone) does.
+	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type dialed struct {
-		h   *remote.Host
+	type read struct {
+		st  map[string]any
 		err error
 	}
-	ch := make(chan dialed, 1)
+	ch := make(chan read, 1)
 	go func() {
-		h, err := p.pool.Host(dctx, loc.target())
-		ch <- dialed{h, err}
+		h, err := p.pool.Host(rctx, loc.target())
+		if err != nil {
+			ch <- read{err: p.nodeErr(name, "connect", err)}
+			return
+		}
+		st, err := p.nodeStatus(rctx, h, name, loc)
+		ch <- read{st, err}
 	}()
-	var d dialed
+	var r read
 	select {
-	case d = <-ch:
+	case r = <-ch:
 	case <-time.After(machineCheckAfter):
 		if m, ok := stoppedMachine(ctx, machines); ok {
 			return stopped(m), false, nil
 		}
-		d = <-ch
+		r = <-ch
 	}
-	err = d.err
-	if err != nil {
-		err = p.nodeErr(name, "connect", err)
-	}
-	if err == nil {
-		st, err = p.nodeStatus(ctx, d.h, name, loc)
-	}
+	st, err = r.st, r.err
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, false, ctx.Err()
