@@ -53,8 +53,9 @@ func appliedSandbox(t *testing.T) (*diffSide, context.Context) {
 }
 
 // A node whose host does not answer is Stopped when the VM its spec
-// refers to reads as stopped (registry.Call.Read), else Unreachable with
-// how the host failed; either way what was recorded of it stays.
+// refers to reads as stopped (registry.Call.Read), Unreachable saying so
+// when it does not exist, else Unreachable with how the host failed;
+// either way what was recorded of it stays.
 func TestNodeStoppedOrUnreachable(t *testing.T) {
 	t.Parallel()
 	p, err := k3s.New(k3s.Config{BinaryDir: t.TempDir()})
@@ -84,10 +85,14 @@ func TestNodeStoppedOrUnreachable(t *testing.T) {
 	}{
 		{"stopped", k3s.PhaseStopped, "its VirtualMachine w-0 is stopped"},
 		{"running", k3s.PhaseUnreachable, "k3s: node w-0: connect: "},
+		{"gone", k3s.PhaseUnreachable, "its VirtualMachine w-0 does not exist (destroyed outside openctl?): apply creates it again"},
 	} {
 		var asked []manifest.ID
 		ctx := registry.WithCall(t.Context(), registry.Call{Prior: prior, Read: func(_ context.Context, id manifest.ID) (*manifest.Resource, error) {
 			asked = append(asked, id)
+			if tc.state == "gone" {
+				return nil, errcode.New(errcode.NotFound, "no such VM")
+			}
 			return &manifest.Resource{Status: map[string]any{"state": tc.state}}, nil
 		}})
 		start := time.Now()

@@ -474,15 +474,12 @@ const (
 
 // reachableStatus reads a node's status over SSH (nodeStatus); answered
 // says its host answered. A node whose host does not answer is a status,
-// not an error: the phase Stopped when one of its machines (the VM it
-// runs on) reads as stopped — asked once the host has taken
+// not an error: as its machine says (machineDown: Stopped, or Unreachable
+// for a VM that does not exist) — asked once the host has taken
 // machineCheckAfter to answer, so a powered-off node reads at once, not
 // after a connect timeout — else Unreachable with how the host failed.
 // Only the end of ctx is an error.
 func (p *Provider) reachableStatus(ctx context.Context, name string, loc *location, machines []manifest.ID) (st map[string]any, answered bool, err error) {
-	stopped := func(m manifest.ID) map[string]any {
-		return map[string]any{"phase": PhaseStopped, "message": "its " + m.Kind + " " + m.Name + " is stopped"}
-	}
 	// A host that does not answer at once may be one whose machine is
 	// off, which its VM tells sooner than a connect timeout (or a pooled
 	// connection to a host that is gone) does.
@@ -506,8 +503,8 @@ func (p *Provider) reachableStatus(ctx context.Context, name string, loc *locati
 	select {
 	case r = <-ch:
 	case <-time.After(machineCheckAfter):
-		if m, ok := stoppedMachine(ctx, machines); ok {
-			return stopped(m), false, nil
+		if m, gone, down := machineDown(ctx, machines); down {
+			return downStatus(m, gone), false, nil
 		}
 		r = <-ch
 	}
@@ -516,8 +513,8 @@ func (p *Provider) reachableStatus(ctx context.Context, name string, loc *locati
 		if ctx.Err() != nil {
 			return nil, false, ctx.Err()
 		}
-		if m, ok := stoppedMachine(ctx, machines); ok {
-			return stopped(m), false, nil
+		if m, gone, down := machineDown(ctx, machines); down {
+			return downStatus(m, gone), false, nil
 		}
 		return map[string]any{"phase": PhaseUnreachable, "message": err.Error()}, false, nil
 	}
@@ -528,24 +525,36 @@ func (p *Provider) reachableStatus(ctx context.Context, name string, loc *locati
 // answer before it asks the host's machine whether it is off.
 const machineCheckAfter = time.Second
 
-// stoppedMachine returns the machine among machines (the VM a node runs
-// on) that reads as stopped (status.state) through registry.Call.Read,
-// if one does. A machine that cannot be read is not taken for stopped.
-func stoppedMachine(ctx context.Context, machines []manifest.ID) (manifest.ID, bool) {
+// machineDown says, through registry.Call.Read, whether one of machines
+// (the VM a node runs on) is down: stopped, or gone (it does not exist).
+// A machine that cannot be read otherwise is not taken for down.
+func machineDown(ctx context.Context, machines []manifest.ID) (id manifest.ID, gone, down bool) {
 	read := registry.CallOf(ctx).Read
 	if read == nil {
-		return manifest.ID{}, false
+		return manifest.ID{}, false, false
 	}
 	for _, id := range machines {
 		r, err := read(ctx, id)
-		if err != nil {
+		switch {
+		case errcode.Is(err, errcode.NotFound):
+			return id, true, true
+		case err != nil:
 			continue
 		}
 		if state, _ := r.Status["state"].(string); state == "stopped" {
-			return id, true
+			return id, false, true
 		}
 	}
-	return manifest.ID{}, false
+	return manifest.ID{}, false, false
+}
+
+// downStatus is the status of a node whose machine is down: Stopped, or
+// Unreachable when it is gone.
+func downStatus(id manifest.ID, gone bool) map[string]any {
+	if gone {
+		return map[string]any{"phase": PhaseUnreachable, "message": "its " + id.Kind + " " + id.Name + " does not exist (destroyed outside openctl?): apply creates it again"}
+	}
+	return map[string]any{"phase": PhaseStopped, "message": "its " + id.Kind + " " + id.Name + " is stopped"}
 }
 
 // nodeStatus reads the node's whole status from its host.
@@ -731,15 +740,15 @@ func (p *Provider) deleteNode(ctx context.Context, id manifest.ID) error {
 	h, err := p.pool.Host(ctx, loc.target())
 	if err != nil {
 		machines, _ := refs.Dependencies(call.Prior)
-		m, stopped := stoppedMachine(ctx, machines)
+		m, gone, down := machineDown(ctx, machines)
 		switch {
-		case !stopped:
+		case !down:
 			return p.nodeErr(id.Name, "connect", err)
-		case call.Cascade || call.Parent != nil:
-			// Its VM is off and goes in the same operation (the cluster
-			// is deleted, or shrinks by this node): nothing runs there
-			// to uninstall.
-			call.ReportStep("its " + m.Kind + " " + m.Name + " is stopped: nothing to uninstall")
+		case gone || call.Cascade || call.Parent != nil:
+			// Its VM is gone, or off and going in the same operation
+			// (the cluster is deleted, or shrinks by this node): nothing
+			// runs there to uninstall.
+			call.ReportStep(fmt.Sprint(downStatus(m, gone)["message"]) + ": nothing to uninstall")
 			if !call.Cascade {
 				return p.forgetNode(ctx, id.Name, call.Prior)
 			}
