@@ -99,6 +99,19 @@ func (a *app) parseRef(s string) (manifest.ID, error) {
 	return manifest.ID{APIVersion: apiVersionOf(kr), Kind: kr.Kind.Kind, Name: name}, nil
 }
 
+// parseRefs parses KIND/NAME arguments (parseRef).
+func (a *app) parseRefs(args []string) ([]manifest.ID, error) {
+	ids := make([]manifest.ID, 0, len(args))
+	for _, arg := range args {
+		id, err := a.parseRef(arg)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
 func (a *app) stateShowCmd() *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
@@ -145,13 +158,9 @@ the provider can (it hands the existing resource to the provider).`,
 		ValidArgsFunction: a.completeRefs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			var ids []manifest.ID
-			for _, arg := range args {
-				id, err := a.parseRef(arg)
-				if err != nil {
-					return err
-				}
-				ids = append(ids, id)
+			ids, err := a.parseRefs(args)
+			if err != nil {
+				return err
 			}
 			s, err := a.openStore(ctx)
 			if err != nil {
@@ -218,13 +227,9 @@ confirmation on a terminal; elsewhere give --yes.`,
 			if from == "" {
 				return usagef("--from is required: the other state's PostgreSQL DSN or file:DIR")
 			}
-			var ids []manifest.ID
-			for _, arg := range args {
-				id, err := a.parseRef(arg)
-				if err != nil {
-					return err
-				}
-				ids = append(ids, id)
+			ids, err := a.parseRefs(args)
+			if err != nil {
+				return err
 			}
 			if !yes {
 				if !isTerminal(a.stdin) {

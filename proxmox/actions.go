@@ -41,16 +41,11 @@ func (p *Provider) Do(ctx context.Context, req registry.ActionRequest) (*registr
 	fail := func(err error) (*registry.ActionResult, error) {
 		return nil, fmt.Errorf("proxmox: %s VirtualMachine %s: %w", req.Action, name, classify(err))
 	}
-	c, r, err := p.locateSettled(ctx, name)
-	if err != nil {
-		return fail(err)
-	}
-	if r == nil {
-		return nil, notFound(name)
-	}
-	v := vmRef{c: c, node: r.Node, vmid: r.VMID}
-	conf, err := v.readConfig(ctx)
-	if err != nil {
+	r, v, conf, err := p.settledVM(ctx, name)
+	switch {
+	case errcode.Is(err, errcode.NotFound):
+		return nil, err
+	case err != nil:
 		return fail(err)
 	}
 	if !isManaged(conf) {

@@ -32,19 +32,11 @@ func (p *Provider) Adopt(ctx context.Context, id manifest.ID, from string) (*man
 	// Find from's VM of that name, as from's own calls would.
 	asFrom := registry.CallOf(ctx)
 	asFrom.Owner = from
-	c, r, err := p.locateSettled(registry.WithCall(ctx, asFrom), name)
-	if err != nil {
-		return fail(err)
-	}
-	if r == nil {
-		return nil, notFound(name)
-	}
-	v := vmRef{c: c, node: r.Node, vmid: r.VMID}
-	conf, err := v.readConfig(ctx)
-	if errcode.Is(err, errcode.NotFound) {
-		return nil, notFound(name)
-	}
-	if err != nil {
+	r, v, conf, err := p.settledVM(registry.WithCall(ctx, asFrom), name)
+	switch {
+	case errcode.Is(err, errcode.NotFound):
+		return nil, err
+	case err != nil:
 		return fail(err)
 	}
 	_, m, managed := splitDescription(conf["description"])

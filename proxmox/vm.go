@@ -153,6 +153,28 @@ func (p *Provider) locateSettled(ctx context.Context, name string) (*conn, *clus
 	return nil, nil, errcode.New(errcode.Transient, fmt.Sprintf("the VM named %s kept getting new tasks from another client", name))
 }
 
+// settledVM finds the VM named name once the tasks running on it have
+// settled (locateSettled) and reads its config. It is NOT_FOUND
+// (notFound) when there is no such VM, or it went meanwhile.
+func (p *Provider) settledVM(ctx context.Context, name string) (*clusterResource, vmRef, vmConfig, error) {
+	c, r, err := p.locateSettled(ctx, name)
+	if err != nil {
+		return nil, vmRef{}, nil, err
+	}
+	if r == nil {
+		return nil, vmRef{}, nil, notFound(name)
+	}
+	v := vmRef{c: c, node: r.Node, vmid: r.VMID}
+	conf, err := v.readConfig(ctx)
+	if errcode.Is(err, errcode.NotFound) {
+		return nil, vmRef{}, nil, notFound(name)
+	}
+	if err != nil {
+		return nil, vmRef{}, nil, err
+	}
+	return r, v, conf, nil
+}
+
 func notFound(name string) error {
 	return errcode.Wrap(errcode.NotFound, "", fmt.Errorf("proxmox: VirtualMachine %s not found", name))
 }
@@ -1023,19 +1045,11 @@ func (p *Provider) deleteVM(ctx context.Context, name string) error {
 			return fmt.Errorf("proxmox: delete VirtualMachine %s: %w", name, err)
 		}
 	}
-	c, r, err := p.locateSettled(ctx, name)
-	if err != nil {
-		return fmt.Errorf("proxmox: delete VirtualMachine %s: %w", name, err)
-	}
-	if r == nil {
+	r, v, conf, err := p.settledVM(ctx, name)
+	switch {
+	case errcode.Is(err, errcode.NotFound):
 		return nil
-	}
-	v := vmRef{c: c, node: r.Node, vmid: r.VMID}
-	conf, err := v.readConfig(ctx)
-	if errcode.Is(err, errcode.NotFound) {
-		return nil
-	}
-	if err != nil {
+	case err != nil:
 		return fmt.Errorf("proxmox: delete VirtualMachine %s: %w", name, err)
 	}
 	if !isManaged(conf) {
@@ -1049,7 +1063,7 @@ func (p *Provider) deleteVM(ctx context.Context, name string) error {
 	}
 	p.mu.Lock()
 	delete(p.where, name)
-	delete(p.unfinished, c.name+"/"+name)
+	delete(p.unfinished, v.c.name+"/"+name)
 	p.mu.Unlock()
 	return nil
 }

@@ -160,12 +160,9 @@ func (s *Server) RemoveVM(vmid int) error {
 // forgotten, and every later request for the VM answers as for one that
 // does not exist. Tests call it to lose a VM outside openctl.
 func (s *Server) DestroyVM(vmid int) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.vms[vmid]; !ok {
-		return fmt.Errorf("proxmoxtest: no VM %d", vmid)
+	if err := s.RemoveVM(vmid); err != nil {
+		return err
 	}
-	delete(s.vms, vmid)
 	if s.cfg.guests != nil {
 		s.cfg.guests.Destroy(vmid)
 	}
