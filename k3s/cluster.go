@@ -11,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/openctl/openctl/backoff"
@@ -362,44 +361,31 @@ func k3sSpecMap(k K3sSpec) map[string]any {
 // onVMs says the nodes run on the cluster's own VMs (named as the nodes),
 // which tell a node that is off from one that does not answer.
 func (p *Provider) clusterStatus(ctx context.Context, members []nodeRef, ssh SSHSpec, a *agentPKI, onVMs bool) (map[string]any, error) {
-	// Every node at once: one that does not answer costs its own wait,
-	// not the others'.
-	type read struct {
-		ns           map[string]any
-		agentVersion any
-		err          error
-	}
-	reads := make([]read, len(members))
-	var wg sync.WaitGroup
-	for i, m := range members {
-		wg.Go(func() {
-			var machines []manifest.ID
-			if onVMs {
-				machines = []manifest.ID{{APIVersion: vmAPIVersion, Kind: "VirtualMachine", Name: m.Name}}
-			}
-			ns, answered, err := p.reachableStatus(ctx, m.Name, m.location(ssh), machines)
-			r := read{ns: ns, err: err}
-			if err == nil && a != nil && answered {
-				as, why := p.agentStatus(ctx, m.Address, a)
-				if why != "" && ns["phase"] == PhaseReady {
-					ns["phase"], ns["message"] = PhaseNotReady, why
-				}
-				if as != nil {
-					r.agentVersion = as["version"]
-				}
-			}
-			reads[i] = r
-		})
-	}
-	wg.Wait()
+	// One node after the other, so that what each host is sent comes in
+	// a stable order; a node that does not answer costs at most
+	// machineCheckAfter when its VM is down.
 	var nodes []any
 	ready := 0
 	st := map[string]any{}
 	version := ""
-	for i, m := range members {
-		ns, agentVersion, err := reads[i].ns, reads[i].agentVersion, reads[i].err
+	for _, m := range members {
+		var machines []manifest.ID
+		if onVMs {
+			machines = []manifest.ID{{APIVersion: vmAPIVersion, Kind: "VirtualMachine", Name: m.Name}}
+		}
+		ns, answered, err := p.reachableStatus(ctx, m.Name, m.location(ssh), machines)
 		if err != nil {
 			return nil, err
+		}
+		var agentVersion any
+		if a != nil && answered {
+			as, why := p.agentStatus(ctx, m.Address, a)
+			if why != "" && ns["phase"] == PhaseReady {
+				ns["phase"], ns["message"] = PhaseNotReady, why
+			}
+			if as != nil {
+				agentVersion = as["version"]
+			}
 		}
 		if ns["phase"] == PhaseReady {
 			ready++
