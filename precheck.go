@@ -161,18 +161,10 @@ func (e *Engine) checkRefs(ctx context.Context, s *set) error {
 // manifests of its resources to apply leave open, and notes on each node
 // what was chosen (node.placed), which a plan shows for a create.
 func (e *Engine) place(ctx context.Context, s *set) error {
-	byProvider := map[registry.Provider][]*node{}
-	var order []registry.Provider
-	for _, k := range slices.Sorted(maps.Keys(s.nodes)) {
-		n := s.nodes[k]
-		if _, ok := n.prov.(registry.Placer); !ok || n.del {
-			continue
-		}
-		if _, seen := byProvider[n.prov]; !seen {
-			order = append(order, n.prov)
-		}
-		byProvider[n.prov] = append(byProvider[n.prov], n)
-	}
+	order, byProvider := s.byProvider(func(n *node) bool {
+		_, ok := n.prov.(registry.Placer)
+		return ok && !n.del
+	})
 	var errs []error
 	for _, p := range order {
 		placer := p.(registry.Placer)
@@ -194,6 +186,25 @@ func (e *Engine) place(ctx context.Context, s *set) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// byProvider groups the nodes of s that keep accepts by provider: the
+// providers in the order of their first node, each one's nodes in key
+// order.
+func (s *set) byProvider(keep func(*node) bool) ([]registry.Provider, map[registry.Provider][]*node) {
+	by := map[registry.Provider][]*node{}
+	var order []registry.Provider
+	for _, k := range slices.Sorted(maps.Keys(s.nodes)) {
+		n := s.nodes[k]
+		if !keep(n) {
+			continue
+		}
+		if _, seen := by[n.prov]; !seen {
+			order = append(order, n.prov)
+		}
+		by[n.prov] = append(by[n.prov], n)
+	}
+	return order, by
 }
 
 // providerChecks asks the provider of each resource to apply whether it
@@ -256,23 +267,19 @@ func trimPrefix(err error) string {
 // whether it can reach and use its endpoints for its resources of s,
 // before anything is changed. Every failure is reported, joined.
 func (e *Engine) pingProviders(ctx context.Context, s *set) error {
-	byProvider := map[registry.Provider][]*manifest.Resource{}
-	var order []registry.Provider
-	for _, key := range slices.Sorted(maps.Keys(s.nodes)) {
-		n := s.nodes[key]
-		if _, ok := n.prov.(registry.Pinger); !ok || n.kind.ReadOnly {
-			continue
-		}
-		if _, seen := byProvider[n.prov]; !seen {
-			order = append(order, n.prov)
-		}
-		byProvider[n.prov] = append(byProvider[n.prov], n.res)
-	}
+	order, byProvider := s.byProvider(func(n *node) bool {
+		_, ok := n.prov.(registry.Pinger)
+		return ok && !n.kind.ReadOnly
+	})
 	var errs []error
 	for _, p := range order {
 		pinger := p.(registry.Pinger)
+		rs := make([]*manifest.Resource, len(byProvider[p]))
+		for i, n := range byProvider[p] {
+			rs[i] = n.res
+		}
 		_, err := e.retry(ctx, manifest.ID{}, "", func(ctx context.Context) error {
-			return e.safe("ping", manifest.ID{}, func() error { return pinger.Ping(ctx, byProvider[p]) })
+			return e.safe("ping", manifest.ID{}, func() error { return pinger.Ping(ctx, rs) })
 		})
 		if err != nil {
 			errs = append(errs, wrapf(err, "provider %s cannot be used", p.Name()))

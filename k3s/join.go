@@ -65,10 +65,8 @@ func pickCluster(ctx context.Context, name, cluster string) (*manifest.Resource,
 }
 
 // joinInfo fills in, for a node that names no server, the cluster it
-// joins: spec.cluster, or the only Cluster openctl has a record of — the
-// server URL, its tokens and the cluster's k3s settings. Several clusters
-// and none named is a CONFLICT error listing them; a named cluster that
-// is not recorded is NOT_FOUND.
+// joins (pickCluster): the server URL, its tokens and the cluster's k3s
+// settings.
 func (p *Provider) joinInfo(ctx context.Context, name string, s *NodeSpec) error {
 	if s.Init || s.Server != "" {
 		return nil

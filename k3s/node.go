@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -500,12 +501,14 @@ func (p *Provider) reachableStatus(ctx context.Context, name string, loc *locati
 		ch <- read{st, err}
 	}()
 	var r read
+	asked := false // the machines were asked already, and were not down
 	select {
 	case r = <-ch:
 	case <-time.After(machineCheckAfter):
 		if m, gone, down := machineDown(ctx, machines); down {
 			return downStatus(m, gone), false, nil
 		}
+		asked = true
 		r = <-ch
 	}
 	st, err = r.st, r.err
@@ -513,8 +516,10 @@ func (p *Provider) reachableStatus(ctx context.Context, name string, loc *locati
 		if ctx.Err() != nil {
 			return nil, false, ctx.Err()
 		}
-		if m, gone, down := machineDown(ctx, machines); down {
-			return downStatus(m, gone), false, nil
+		if !asked {
+			if m, gone, down := machineDown(ctx, machines); down {
+				return downStatus(m, gone), false, nil
+			}
 		}
 		return map[string]any{"phase": PhaseUnreachable, "message": err.Error()}, false, nil
 	}
@@ -546,6 +551,14 @@ func machineDown(ctx context.Context, machines []manifest.ID) (id manifest.ID, g
 		}
 	}
 	return manifest.ID{}, false, false
+}
+
+// machinesOf lists what a node's recorded spec refers to outside this
+// provider: the VM it runs on (its address and host key are $refs to
+// it), not the other nodes it takes tokens from.
+func machinesOf(prior *manifest.Resource) []manifest.ID {
+	deps, _ := refs.Dependencies(prior)
+	return slices.DeleteFunc(deps, func(id manifest.ID) bool { return id.APIVersion == APIVersion })
 }
 
 // downStatus is the status of a node whose machine is down: Stopped, or
@@ -661,8 +674,7 @@ func (p *Provider) getNode(ctx context.Context, id manifest.ID) (*manifest.Resou
 		return nil, err
 	}
 	prior := registry.CallOf(ctx).Prior
-	machines, _ := refs.Dependencies(prior) // what the node's spec refers to: its VM
-	st, answered, err := p.reachableStatus(ctx, id.Name, loc, machines)
+	st, answered, err := p.reachableStatus(ctx, id.Name, loc, machinesOf(prior))
 	if err != nil {
 		return nil, err
 	}
@@ -739,8 +751,7 @@ func (p *Provider) deleteNode(ctx context.Context, id manifest.ID) error {
 	call := registry.CallOf(ctx)
 	h, err := p.pool.Host(ctx, loc.target())
 	if err != nil {
-		machines, _ := refs.Dependencies(call.Prior)
-		m, gone, down := machineDown(ctx, machines)
+		m, gone, down := machineDown(ctx, machinesOf(call.Prior))
 		switch {
 		case !down:
 			return p.nodeErr(id.Name, "connect", err)

@@ -65,15 +65,10 @@ func (p *Provider) Place(ctx context.Context, rs []*manifest.Resource) error {
 		}
 		return 0
 	}
-	// New VMs named on a node are allotted there first, in order.
-	type pending struct {
+	type vm struct {
 		r  *manifest.Resource
 		s  *VMSpec
 		st *ctxState
-	}
-	type vm struct {
-		r *manifest.Resource
-		s *VMSpec
 	}
 	var vms []vm
 	undecided := false
@@ -85,53 +80,49 @@ func (p *Provider) Place(ctx context.Context, rs []*manifest.Resource) error {
 		if err != nil {
 			continue // a $ref or an error: validation and apply say which
 		}
-		vms = append(vms, vm{r, s})
+		vms = append(vms, vm{r: r, s: s})
 		undecided = undecided || len(s.Nodes) > 0 && s.Node == ""
 	}
 	if !undecided {
 		return nil // nothing to choose: no read of the cluster
 	}
-	var open []pending
-	for _, v := range vms {
-		r, s := v.r, v.s
-		st, err := state(s.Context)
+	// New VMs named on a node are allotted there first.
+	for i := range vms {
+		v := &vms[i]
+		st, err := state(v.s.Context)
 		if err != nil {
 			return err
 		}
-		if _, exists := st.vms[r.Metadata.Name]; exists {
-			if len(s.Nodes) > 0 && s.Node == "" {
-				open = append(open, pending{r, s, st})
-			}
-			continue
-		}
-		switch {
-		case s.Node != "":
-			st.allotted[s.Node] += memory(st, s)
-		case len(s.Nodes) > 0:
-			open = append(open, pending{r, s, st})
+		v.st = st
+		if _, exists := st.vms[v.r.Metadata.Name]; !exists && v.s.Node != "" {
+			st.allotted[v.s.Node] += memory(st, v.s)
 		}
 	}
-	for _, o := range open {
-		node, exists := o.st.vms[o.r.Metadata.Name]
+	// Then those that list nodes, in order.
+	for _, v := range vms {
+		if len(v.s.Nodes) == 0 || v.s.Node != "" {
+			continue
+		}
+		node, exists := v.st.vms[v.r.Metadata.Name]
 		if !exists {
 			best := int64(-1 << 62)
-			for _, n := range o.s.Nodes {
-				if !o.st.online[n] {
+			for _, n := range v.s.Nodes {
+				if !v.st.online[n] {
 					continue
 				}
-				if free := o.st.maxMem[n] - o.st.allotted[n]; free > best {
+				if free := v.st.maxMem[n] - v.st.allotted[n]; free > best {
 					node, best = n, free
 				}
 			}
 			if node == "" {
 				continue // none online: apply says so
 			}
-			o.st.allotted[node] += memory(o.st, o.s)
-		} else if !slices.Contains(o.s.Nodes, node) {
+			v.st.allotted[node] += memory(v.st, v.s)
+		} else if !slices.Contains(v.s.Nodes, node) {
 			continue // it is elsewhere: apply's Diff says what to do
 		}
-		delete(o.r.Spec, "nodes")
-		o.r.Spec["node"] = node
+		delete(v.r.Spec, "nodes")
+		v.r.Spec["node"] = node
 	}
 	return nil
 }
